@@ -1,0 +1,69 @@
+"""The two small records every scorer meets at (SPEC §4 symbols).
+
+A *response* is a non-silent model output ``(t_j, ŷ_j)``; a *target* is a ground-truth
+response ``(τ_i, y_i)``, optionally with a window ``[a_i, b_i]``. Scorers also accept plain
+``(time, text)`` pairs and ``{"time": ..., "text": ...}`` dicts; :func:`as_response` and
+:func:`as_target` normalise them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Response:
+    """A non-silent model output.
+
+    Args:
+        time (`float`): seconds from the start of the stream.
+        text (`str`): the content, with the state token stripped.
+    """
+
+    time: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """A ground-truth response (SPEC §1, §4).
+
+    Args:
+        time (`float`): the reference time ``τ`` in seconds.
+        text (`str`): the reference content.
+        window (`tuple[float, float]`, *optional*): ``[a, b]``; distance is 0 inside it.
+        related (`tuple[float, float]`, *optional*): the PAUC related span (SPEC §5).
+    """
+
+    time: float
+    text: str
+    window: tuple[float, float] | None = None
+    related: tuple[float, float] | None = None
+
+
+def as_response(item) -> Response:
+    """Normalise a `Response`, a ``(time, text)`` pair or a ``{"time", "text"}`` dict."""
+    if isinstance(item, Response):
+        return item
+    if isinstance(item, dict):
+        return Response(float(item["time"]), str(item.get("text", "")))
+    time, text = item
+    return Response(float(time), str(text))
+
+
+def as_target(item) -> Target:
+    """Normalise a `Target`, a ``(time, text[, window])`` tuple or a dict with ``time``, ``text``, ``window``."""
+    if isinstance(item, Target):
+        return item
+    if isinstance(item, dict):
+        window = item.get("window")
+        related = item.get("related")
+        return Target(
+            float(item["time"]),
+            str(item.get("text", "")),
+            tuple(float(x) for x in window) if window is not None else None,
+            tuple(float(x) for x in related) if related is not None else None,
+        )
+    time, text, *rest = item
+    window = tuple(float(x) for x in rest[0]) if rest and rest[0] is not None else None
+    return Target(float(time), str(text), window)
