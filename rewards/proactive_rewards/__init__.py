@@ -1,5 +1,79 @@
-"""proactive_rewards: temporal-decay, PRS and task rewards for proactive assistants (stdlib only)."""
+"""proactive_rewards: temporal-decay, PRS and task rewards for proactive assistants (stdlib only).
 
+Plain functions score one trajectory (SPEC §4, §7); :func:`get_reward` wraps them as named TRL reward
+functions ``(completions, **dataset_columns) -> list[float | None]`` (column formats: `proactive_rewards.trl`).
+"""
+
+from proactive_rewards.format import state_format_reward
+from proactive_rewards.parsing import (
+    RESPONSE_TOKEN,
+    SILENCE_TOKEN,
+    Turn,
+    classify_turn,
+    exact_match,
+    normalize_text,
+    parse_int,
+    parse_mcqa_answer,
+    parse_turns,
+    responses_of,
+    token_f1,
+)
+from proactive_rewards.registry import get_reward, list_rewards, register_reward
+from proactive_rewards.suggestion import proactive_suggestion_reward
+from proactive_rewards.tasks import (
+    LAMBDA,
+    accident_reward,
+    compositional_reward,
+    count_reward,
+    intervention_reward,
+)
+from proactive_rewards.temporal import (
+    ALPHA,
+    PRSResult,
+    TargetResult,
+    distance,
+    match_bidirectional,
+    match_unidirectional,
+    prs_score,
+    temporal_score,
+)
+from proactive_rewards.trl import RewardFunction, RewardSpec
 from proactive_rewards.types import Response, Target, as_response, as_target
 
-__all__ = ["Response", "Target", "as_response", "as_target"]
+__all__ = [
+    "ALPHA",
+    "LAMBDA",
+    "RESPONSE_TOKEN",
+    "SILENCE_TOKEN",
+    "PRSResult",
+    "Response",
+    "RewardFunction",
+    "RewardSpec",
+    "Target",
+    "TargetResult",
+    "Turn",
+    "accident_reward",
+    "as_response",
+    "as_target",
+    "classify_turn",
+    "compositional_reward",
+    "count_reward",
+    "distance",
+    "exact_match",
+    "get_reward",
+    "intervention_reward",
+    "list_rewards",
+    "match_bidirectional",
+    "match_unidirectional",
+    "normalize_text",
+    "parse_int",
+    "parse_mcqa_answer",
+    "parse_turns",
+    "proactive_suggestion_reward",
+    "prs_score",
+    "register_reward",
+    "responses_of",
+    "state_format_reward",
+    "temporal_score",
+    "token_f1",
+]

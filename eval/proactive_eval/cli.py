@@ -1,0 +1,313 @@
+"""``proactive-eval``: score predictions, run a policy over episodes, convert public formats (SPEC §1, §4, §5).
+
+    proactive-eval score --episodes anno.json --predictions preds.jsonl --judge rule:token_f1 --out report/
+    proactive-eval run --episodes eps.json --policy openai:Qwen2.5-VL-7B@http://localhost:8000/v1 --out run/
+    proactive-eval convert --from pvqa WEB/anno.json --out web_episodes.json
+
+Episodes of task ``pvqa`` are scored with PAUC (a judge is needed: a rule scorer, or any OpenAI-compatible
+server); every other task with PRS-U / PRS-B.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from proactive_eval.episodes import EpisodeError, load_episodes, save_episodes
+from proactive_eval.predictions import DEFAULT_SILENCE_SIGNALS, load_predictions
+
+logger = logging.getLogger("proactive_eval")
+
+FORMATS = ("auto", "episodes", "pvqa", "p3i")
+JUDGE_HELP = "rule:token_f1 | rule:rouge_l | openai:MODEL@BASE_URL (API key from $OPENAI_API_KEY)"
+
+
+class CLIError(Exception):
+    """A usage problem, printed without a traceback."""
+
+
+# ---- loading -----------------------------------------------------------------------------------------
+
+
+def detect_format(path: str | Path) -> str:
+    """``pvqa`` when the first record has ``answer`` + ``conversation`` (ProactiveVideoQA), else ``episodes``."""
+    from proactive_eval.records import read_records
+
+    records = read_records(path)
+    first = records[0] if records else {}
+    return "pvqa" if isinstance(first, dict) and "answer" in first and "conversation" in first else "episodes"
+
+
+def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise"):
+    """Episodes from `path` in format `fmt` (one of `FORMATS`)."""
+    if fmt not in FORMATS:
+        raise CLIError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if not Path(path).exists():
+        raise CLIError(f"episodes file not found: {path}")
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt == "pvqa":
+        from proactive_eval.formats import convert_pvqa
+
+        return convert_pvqa(path, on_error=on_error)
+    if fmt == "p3i":
+        from proactive_eval.formats import convert_p3i
+
+        return convert_p3i(path, on_error=on_error)
+    return load_episodes(path, on_error=on_error)
+
+
+def make_judge(spec: str, cache_path: str | Path | None = None, concurrency: int = 8):
+    """A judge from ``rule:token_f1``, ``rule:rouge_l`` or ``openai:MODEL@BASE_URL``."""
+    kind, _, rest = spec.partition(":")
+    if kind == "rule" and rest in ("token_f1", "rouge_l"):
+        from proactive_eval.judges import RuleJudge
+
+        return RuleJudge(rest)
+    if kind == "openai" and "@" in rest:
+        from proactive_eval.judges import OpenAIJudge
+
+        model, _, base_url = rest.partition("@")
+        return OpenAIJudge(
+            base_url=base_url,
+            model=model,
+            api_key=os.environ.get("OPENAI_API_KEY"),
+            concurrency=concurrency,
+            cache_path=cache_path,
+        )
+    raise CLIError(f"unknown judge {spec!r}; expected {JUDGE_HELP}")
+
+
+def make_policy(spec: str):
+    """A `StreamingPolicy` from ``silent``, ``replay:PREDICTIONS.jsonl``, ``openai:MODEL@BASE_URL`` or
+    ``package.module:factory`` (called with no arguments)."""
+    from proactive_eval import streaming
+
+    kind, _, rest = spec.partition(":")
+    if spec == "silent":
+        return streaming.SilentPolicy()
+    if kind == "replay" and rest:
+        preds = load_predictions(rest)
+        return streaming.ScriptedPolicy({k: [(r.time, r.text) for r in v] for k, v in preds.items()})
+    if kind == "openai" and "@" in rest:
+        try:
+            from proactive_eval.openai_policy import OpenAIChatPolicy
+        except ImportError as err:
+            raise CLIError(f"the OpenAI-compatible policy is not available: {err}") from None
+        model, _, base_url = rest.partition("@")
+        return OpenAIChatPolicy(base_url=base_url, model=model, api_key=os.environ.get("OPENAI_API_KEY"))
+    if rest and "." in kind:
+        try:
+            factory = getattr(importlib.import_module(kind), rest)
+        except (ImportError, AttributeError) as err:
+            raise CLIError(f"cannot import policy factory {spec!r}: {err}") from None
+        return factory()
+    raise CLIError(
+        f"unknown policy {spec!r}; expected silent | replay:PREDICTIONS.jsonl | openai:MODEL@BASE_URL | module:factory"
+    )
+
+
+# ---- scoring -----------------------------------------------------------------------------------------
+
+
+def score(
+    episodes,
+    predictions: dict,
+    judge_spec: str = "rule:token_f1",
+    out: str | Path | None = None,
+    omegas=(0, 0.5, 1),
+    plots: bool = True,
+    progress: bool = True,
+    meta: dict[str, Any] | None = None,
+    judge_concurrency: int = 8,
+) -> dict[str, Any]:
+    """Score `predictions` against `episodes` (PAUC for ``pvqa``, PRS for the rest), print the tables and
+    write the report into `out` (when given). Returns the results dict."""
+    from proactive_eval.metrics import score_pauc, score_prs
+    from proactive_eval.report import build_results, markdown_report, write_report
+
+    pvqa = [e for e in episodes if e.task == "pvqa"]
+    other = [e for e in episodes if e.task != "pvqa"]
+    pvqa_ids, other_ids = {e.id for e in pvqa}, {e.id for e in other}
+    unknown = sorted(set(predictions) - pvqa_ids - other_ids)
+    if unknown:
+        logger.warning("%d prediction ids match no episode (e.g. %r)", len(unknown), unknown[0])
+    meta = dict(meta or {})
+    meta.update(
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), episodes_scored=len(episodes)
+    )
+    meta["prediction_ids_matching_no_episode"] = len(unknown)
+
+    pauc = prs = None
+    if pvqa:
+        cache = Path(out) / "judge_cache.sqlite" if out is not None and judge_spec.startswith("openai:") else None
+        judge = make_judge(judge_spec, cache_path=cache, concurrency=judge_concurrency)
+        preds = {k: v for k, v in predictions.items() if k in pvqa_ids}
+        pauc = score_pauc(pvqa, preds, judge, omegas=omegas, progress=progress)
+        meta["judge"] = judge_spec
+        if getattr(judge, "stats", None) is not None and hasattr(judge.stats, "as_dict"):
+            meta["judge_stats"] = judge.stats.as_dict()
+    if other:
+        preds = {k: v for k, v in predictions.items() if k in other_ids}
+        prs = score_prs(other, preds, progress=progress)
+
+    results = build_results(pauc, prs, meta)
+    print(markdown_report(results))
+    if out is not None:
+        written = write_report(
+            out, results, pauc=pauc, prs=prs, episodes=episodes, predictions=predictions, plots=plots
+        )
+        print("wrote " + ", ".join(str(p) for p in written.values()))
+    return results
+
+
+# ---- commands ----------------------------------------------------------------------------------------
+
+
+def _silence(args) -> tuple[str, ...]:
+    return tuple(args.silence) if args.silence else DEFAULT_SILENCE_SIGNALS
+
+
+def _score_args(args, episodes, predictions: dict, out, meta: dict[str, Any]) -> dict[str, Any]:
+    """`score` with the scoring options shared by ``score`` and ``run``."""
+    return score(
+        episodes,
+        predictions,
+        args.judge,
+        out,
+        tuple(args.omega),
+        plots=not args.no_plots,
+        progress=not args.no_progress,
+        meta=meta,
+        judge_concurrency=args.judge_concurrency,
+    )
+
+
+def cmd_score(args) -> int:
+    episodes = load_any(args.episodes, args.format, args.on_error)
+    if not Path(args.predictions).exists():
+        raise CLIError(f"predictions file not found: {args.predictions}")
+    predictions = load_predictions(args.predictions, _silence(args))
+    meta = {"episodes": str(args.episodes), "predictions": str(args.predictions), "skipped": len(episodes.skipped)}
+    _score_args(args, episodes, predictions, args.out, meta)
+    return 0
+
+
+def cmd_run(args) -> int:
+    try:
+        from proactive_eval.streaming import run_streaming
+    except ImportError as err:
+        raise CLIError(f"the streaming loop is not available: {err}") from None
+    episodes = load_any(args.episodes, args.format, args.on_error)
+    policy = make_policy(args.policy)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    predictions_path = out / "predictions.jsonl"
+    frame_source = None
+    if args.fps is not None:
+        from proactive_eval.video import iter_frames
+
+        def frame_source(episode):
+            return iter_frames(episode, fps=args.fps)
+
+    predictions = run_streaming(
+        policy,
+        episodes,
+        predictions_path,
+        frame_source=frame_source,
+        silence_signals=_silence(args),
+        max_frames=args.max_frames,
+        progress=not args.no_progress,
+    )
+    print(f"predictions: {predictions_path}")
+    meta = {"episodes": str(args.episodes), "predictions": str(predictions_path), "policy": args.policy}
+    _score_args(args, episodes, predictions, out, meta)
+    return 0
+
+
+def cmd_convert(args) -> int:
+    src = Path(args.input)
+    if not src.exists():
+        raise CLIError(f"input file not found: {src}")
+    if args.source == "proactivebench":
+        from proactive_eval.formats import load_proactivebench, save_proactivebench
+
+        records = load_proactivebench(src, on_error=args.on_error)
+        save_proactivebench(args.out, records)
+    else:
+        records = load_any(src, args.source, args.on_error)
+        save_episodes(args.out, records)
+    print(f"wrote {len(records)} records to {args.out}")
+    for err in records.skipped:
+        print(f"skipped: {err}", file=sys.stderr)
+    if records.skipped:
+        print(f"skipped {len(records.skipped)} bad records", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="proactive-eval", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--episodes", required=True, help="episodes JSON/JSONL, or a ProactiveVideoQA anno.json")
+        p.add_argument("--format", default="auto", choices=FORMATS, help="episodes file format (default: auto)")
+        p.add_argument("--judge", default="rule:token_f1", help=f"PAUC judge: {JUDGE_HELP}")
+        p.add_argument("--judge-concurrency", type=int, default=8, help="parallel judge requests")
+        p.add_argument("--omega", type=float, nargs="+", default=[0, 0.5, 1], help="PAUC ω values")
+        p.add_argument("--on-error", default="raise", choices=("raise", "skip"), help="bad episode records")
+        p.add_argument(
+            "--silence", nargs="+", help=f"the model's silence signals (default: {' '.join(DEFAULT_SILENCE_SIGNALS)})"
+        )
+        p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+        p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    p = sub.add_parser("score", help="score a predictions file against episodes")
+    common(p)
+    p.add_argument("--predictions", required=True, help='JSONL {"id", "responses"} or official model_response_list')
+    p.add_argument("--out", help="report folder (results.json, report.md, plots); omitted: print only")
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("run", help="run a policy over episodes (resumable), then score")
+    common(p)
+    p.add_argument(
+        "--policy", required=True, help="silent | replay:PREDICTIONS.jsonl | openai:MODEL@BASE_URL | module:factory"
+    )
+    p.add_argument("--out", required=True, help="run folder: predictions.jsonl and the report")
+    p.add_argument("--fps", type=float, help="frames per second (default: each episode's fps)")
+    p.add_argument("--max-frames", type=int, help="keep only the latest K images in the model's history")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("convert", help="convert a public format to episodes")
+    p.add_argument("--from", dest="source", required=True, choices=("pvqa", "p3i", "proactivebench"))
+    p.add_argument("input", help="the input file")
+    p.add_argument("--out", required=True, help="output file (episodes JSON; normalised JSONL for proactivebench)")
+    p.add_argument("--on-error", default="raise", choices=("raise", "skip"), help="bad records: stop or skip")
+    p.set_defaults(func=cmd_convert)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        return args.func(args)
+    except (CLIError, EpisodeError) as err:
+        print(f"proactive-eval: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # a judge or server failure: say what failed, not a traceback
+        if type(err).__name__ in ("JudgeError", "VideoError"):
+            print(f"proactive-eval: error: {err}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Benchmark PRS-U / PRS-B (SPEC §4, P³I §4), computed by the same scorer the rewards use.
+
+Each episode is scored by `proactive_rewards.prs_score` (one scorer for reward and benchmark, STYLE.md #4)
+in both matching modes, with and without the redundancy penalty. Benchmark PRS = 100 × the mean of the
+episode scores, per task and overall. Also reported: responses per target (the mean ``|O_i|``) and the
+median latency ``t_j - τ_i`` of each target's best-scoring matched response.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from proactive_eval.metrics.pauc import episode_group
+
+logger = logging.getLogger(__name__)
+
+#: result key → (matching mode, redundancy penalty)
+VARIANTS = {"U": ("U", True), "B": ("B", True), "U_nopenalty": ("U", False), "B_nopenalty": ("B", False)}
+
+
+@dataclass
+class EpisodePRS:
+    """The four PRS variants of one episode (`proactive_rewards.PRSResult` each)."""
+
+    episode_id: str
+    group: str
+    results: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"episode_id": self.episode_id, "group": self.group}
+        for key, res in self.results.items():
+            out[f"prs_{key.lower()}"] = res.score
+        out["per_target_b"] = [
+            {
+                "time": t.target.time,
+                "text": t.target.text,
+                "matched": len(t.matched),
+                "score": t.score,
+                "latency": t.latency,
+            }
+            for t in self.results["B"].per_target
+        ]
+        return out
+
+
+@dataclass
+class PRSReport:
+    """PRS over a benchmark. `summary()` gives the tables; `episodes` keeps every per-target detail."""
+
+    episodes: list[EpisodePRS] = field(default_factory=list)
+    no_targets: list[str] = field(default_factory=list)
+    unknown_ids: list[str] = field(default_factory=list)
+
+    def responses_per_target(self, mode: str = "B") -> list[int]:
+        """``|O_i|`` of every target, for the histogram."""
+        return [len(t.matched) for e in self.episodes for t in e.results[mode].per_target]
+
+    @staticmethod
+    def _stats(episodes: list[EpisodePRS]) -> dict[str, Any]:
+        out: dict[str, Any] = {"num_episodes": len(episodes)}
+        for key in VARIANTS:
+            scores = [e.results[key].score for e in episodes]
+            out[f"prs_{key.lower()}"] = round(100 * sum(scores) / len(scores), 4) if scores else 0.0
+        for mode in ("U", "B"):
+            targets = [t for e in episodes for t in e.results[mode].per_target]
+            counts = [len(t.matched) for t in targets]
+            latencies = [t.latency for t in targets if t.latency is not None]
+            out[f"resp_per_target_{mode.lower()}"] = round(sum(counts) / len(counts), 4) if counts else 0.0
+            out[f"median_latency_{mode.lower()}"] = round(statistics.median(latencies), 4) if latencies else None
+        out["num_targets"] = sum(len(e.results["B"].per_target) for e in episodes)
+        out["answered_targets"] = sum(bool(t.matched) for e in episodes for t in e.results["B"].per_target)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """``{"overall": {...}, "groups": {task: {...}}}``: ``prs_u``, ``prs_b``, ``prs_u_nopenalty``,
+        ``prs_b_nopenalty`` (× 100), ``resp_per_target_{u,b}``, ``median_latency_{u,b}`` (seconds)."""
+        groups: dict[str, list[EpisodePRS]] = defaultdict(list)
+        for e in self.episodes:
+            groups[e.group].append(e)
+        return {
+            "overall": self._stats(self.episodes),
+            "groups": {g: self._stats(es) for g, es in sorted(groups.items())},
+            "episodes_without_targets": len(self.no_targets),
+            "unknown_prediction_ids": len(self.unknown_ids),
+        }
+
+
+def score_prs(
+    episodes: Sequence,
+    predictions: dict[str, Sequence],
+    alpha: float = 0.05,
+    content_scorer: Callable[[str, str], float] | dict[str, Callable] | None = None,
+    progress: bool = False,
+) -> PRSReport:
+    """PRS-U / PRS-B (with and without the redundancy penalty) of every episode (SPEC §4).
+
+    Args:
+        episodes (`Sequence[Episode]`): episodes with targets; those without targets are skipped and listed in
+            `no_targets` (PRS is a mean over targets, undefined without one).
+        predictions (`dict[str, Sequence]`): episode id → responses; a missing id means "never spoke".
+        alpha (`float`, *optional*, defaults to `0.05`): temporal decay rate.
+        content_scorer (`Callable` or `dict[str, Callable]`, *optional*): ``c(response_text, target_text)`` in
+            [0, 1], or one per task; defaults to `proactive_rewards`' exact match (SPEC §4).
+        progress (`bool`, *optional*): show a progress bar.
+    """
+    from tqdm.auto import tqdm
+
+    prs_score = _prs_score()
+
+    known = {e.id for e in episodes}
+    report = PRSReport(unknown_ids=sorted(set(predictions) - known))
+    if report.unknown_ids:
+        logger.warning("%d prediction ids match no episode (e.g. %s)", len(report.unknown_ids), report.unknown_ids[0])
+    for episode in tqdm(episodes, desc="PRS", disable=not progress):
+        if not episode.targets:
+            report.no_targets.append(episode.id)
+            continue
+        scorer = content_scorer.get(episode.task) if isinstance(content_scorer, dict) else content_scorer
+        responses = predictions.get(episode.id, [])
+        results = {
+            key: prs_score(
+                responses, episode.targets, mode=mode, alpha=alpha, content_scorer=scorer, redundancy=penalty
+            )
+            for key, (mode, penalty) in VARIANTS.items()
+        }
+        report.episodes.append(EpisodePRS(episode.id, episode_group(episode), results))
+    return report
+
+
+def _prs_score():
+    import proactive_rewards
+
+    if hasattr(proactive_rewards, "prs_score"):
+        return proactive_rewards.prs_score
+    from proactive_rewards.temporal import prs_score  # the same function, before the package re-exports it
+
+    return prs_score

@@ -1,0 +1,280 @@
+"""Reports: results JSON, markdown tables per benchmark and task, and plots (SPEC §4, §5).
+
+Everything is written atomically (a temp file renamed into place), so a report folder never holds half a
+file. Plots use matplotlib's Agg backend, imported only when a plot is drawn:
+
+- ``pauc_curves.png``: the judged-score step curve of each turn (ProactiveVideoQA Fig. 3): the curve starts
+  at 0.5, steps to ``level - 1`` at each kept prediction and holds to the end of the reply span; the shaded
+  area over ``(v - u) · 2`` is the turn's PAUC at ω = 0, the dashed curve is the ω = 0.5 view;
+- ``timelines.png``: per episode, responses (dots) against target times (lines) and windows (bands);
+- ``responses_per_target.png``: how many responses each target received.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from proactive_eval.metrics.pauc import PAUCResult, parse_judge_level
+from proactive_eval.metrics.prs import PRSReport
+from proactive_eval.predictions import atomic_write_text
+
+
+def build_results(
+    pauc: PAUCResult | None = None, prs: PRSReport | None = None, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The results JSON: ``{"meta", "pauc", "prs"}`` summaries (numbers × 100 as in the papers)."""
+    out: dict[str, Any] = {"meta": dict(meta or {})}
+    if pauc is not None:
+        out["pauc"] = pauc.summary()
+    if prs is not None:
+        out["prs"] = prs.summary()
+    return out
+
+
+def _fmt(value, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def pauc_table(summary: dict[str, Any]) -> str:
+    """Markdown PAUC table: one row per task/subset and an overall row (turn-weighted, official; × 100)."""
+    omegas = [k.split("=", 1)[1] for k in summary["overall"] if k.startswith("omega=")]
+    header = ["group", "videos", "turns", "answered"] + [f"PAUC ω={o}" for o in omegas]
+    header += ["video-avg ω=0.5" if "0.5" in omegas else f"video-avg ω={omegas[0]}", "unparseable"]
+    video_key = "video_omega=0.5" if "0.5" in omegas else f"video_omega={omegas[0]}"
+    rows = []
+    for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
+        row = [name, s["num_videos"], s["num_turns"], s["answered_turns"]]
+        rows.append(row + [s[f"omega={o}"] for o in omegas] + [s[video_key], s["unparseable"]])
+    return _table(header, rows)
+
+
+def prs_table(summary: dict[str, Any]) -> str:
+    """Markdown PRS table: one row per task and an overall row (× 100; latency in seconds)."""
+    header = ["task", "episodes", "targets", "PRS-U", "PRS-B", "PRS-U no-pen.", "PRS-B no-pen."]
+    header += ["resp/target (U)", "resp/target (B)", "median latency B (s)"]
+    rows = []
+    for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
+        rows.append(
+            [name, s["num_episodes"], s["num_targets"], s["prs_u"], s["prs_b"], s["prs_u_nopenalty"]]
+            + [s["prs_b_nopenalty"], s["resp_per_target_u"], s["resp_per_target_b"], s["median_latency_b"]]
+        )
+    return _table(header, rows)
+
+
+def markdown_report(results: dict[str, Any]) -> str:
+    """The tables of a results dict as one markdown document."""
+    parts = ["# proactive-eval report", ""]
+    meta = results.get("meta", {})
+    for key in ("episodes", "predictions", "judge", "created"):
+        if key in meta:
+            parts.append(f"- {key}: `{meta[key]}`")
+    if "pauc" in results:
+        p = results["pauc"]
+        parts += ["", "## PAUC (ProactiveVideoQA, SPEC §5), × 100, turn-weighted", "", pauc_table(p)]
+        parts.append(
+            f"\njudge prompts: {p['judge_calls']}; prediction ids matching no episode: {p['unknown_prediction_ids']}"
+        )
+    if "prs" in results:
+        p = results["prs"]
+        parts += ["", "## PRS (P³I, SPEC §4), × 100", "", prs_table(p)]
+        parts.append(f"\nepisodes without targets (not scored): {p['episodes_without_targets']}")
+    return "\n".join(parts) + "\n"
+
+
+def write_report(
+    out_dir: str | Path,
+    results: dict[str, Any],
+    pauc: PAUCResult | None = None,
+    prs: PRSReport | None = None,
+    episodes: Sequence | None = None,
+    predictions: dict[str, Sequence] | None = None,
+    plots: bool = True,
+    max_panels: int = 12,
+) -> dict[str, Path]:
+    """Write ``results.json``, ``report.md``, per-turn / per-episode details and the plots into `out_dir`.
+
+    Returns:
+        `dict[str, Path]`: what was written, by name.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = {"results": out / "results.json", "report": out / "report.md"}
+    atomic_write_text(written["results"], json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    atomic_write_text(written["report"], markdown_report(results))
+    if pauc is not None:
+        written["pauc_turns"] = out / "pauc_turns.jsonl"
+        lines = (json.dumps(t.to_dict(), ensure_ascii=False) + "\n" for t in pauc.turns)
+        atomic_write_text(written["pauc_turns"], "".join(lines))
+    if prs is not None:
+        written["prs_episodes"] = out / "prs_episodes.jsonl"
+        lines = (json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in prs.episodes)
+        atomic_write_text(written["prs_episodes"], "".join(lines))
+    if plots:
+        if pauc is not None and pauc.turns:
+            written["pauc_curves"] = plot_pauc_curves(pauc, out / "pauc_curves.png", max_panels)
+        if episodes and predictions is not None:
+            written["timelines"] = plot_timelines(episodes, predictions, out / "timelines.png", max_panels)
+        counts = _responses_per_target(pauc, prs)
+        if counts:
+            written["responses_per_target"] = plot_responses_histogram(counts, out / "responses_per_target.png")
+    return written
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+        fig.clf()
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    return path
+
+
+def _short(text: str, n: int = 28) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _step_xy(span, points, omega: float) -> tuple[list[float], list[float]]:
+    u, v = span
+    xs, ys = [u], [0.5]
+    for t, y in sorted(points):
+        xs.append(u + (1 - omega) * (t - u))
+        ys.append(y)
+    xs.append(v)
+    ys.append(ys[-1])
+    return xs, ys
+
+
+def plot_pauc_curves(pauc: PAUCResult, path: str | Path, max_panels: int = 12) -> Path:
+    """Judged-score step curves of up to `max_panels` turns, answered turns first (ProactiveVideoQA Fig. 3)."""
+    plt = _pyplot()
+    turns = sorted(pauc.turns, key=lambda t: not t.kept)[:max_panels]
+    cols = min(3, len(turns))
+    rows = (len(turns) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.3 * rows), squeeze=False, layout="constrained")
+    for ax in axes.flat[len(turns) :]:
+        ax.axis("off")
+    for ax, turn in zip(axes.flat, turns):
+        u, v = turn.span
+        xs, ys = _step_xy(turn.span, turn.points, 0.0)
+        ax.fill_between(xs, ys, step="post", alpha=0.25, color="tab:blue", label="area (ω=0)")
+        ax.step(xs, ys, where="post", color="tab:blue", lw=2)
+        if 0.5 in pauc.omegas or 0 not in pauc.omegas:
+            hx, hy = _step_xy(turn.span, turn.points, 0.5)
+            ax.step(hx, hy, where="post", color="tab:orange", lw=1.5, ls="--", label="ω=0.5")
+        kept_points = set(turn.points)
+        for r, level in zip(turn.kept, turn.levels):
+            level = parse_judge_level(level)
+            if level is None:
+                ax.plot(r.time, 0.5, "x", color="grey", ms=8)  # unparseable: no point
+            elif (r.time, level - 1) in kept_points:
+                ax.plot(r.time, level - 1, "o", color="tab:blue", ms=6)
+            else:
+                ax.plot(r.time, level - 1, "o", mfc="none", color="tab:red", ms=7)  # dropped (related rule)
+        if turn.related is not None:
+            ax.axvline(turn.related[1], color="tab:green", ls=":", lw=1.2, label="related end")
+        ax.set_xlim(u, v)
+        ax.set_ylim(-0.1, 2.15)
+        ax.set_yticks([0, 0.5, 1, 2], ["0 (wrong)", "0.5", "1 (partial)", "2 (covered)"], fontsize=8)
+        ax.set_xlabel("time (s)", fontsize=9)
+        scores = "  ".join(f"ω={o}: {100 * s:.0f}" for o, s in turn.pauc.items())
+        ax.set_title(f"{_short(turn.episode_id, 24)} · turn {turn.turn}\n{scores}", fontsize=9)
+        ax.grid(alpha=0.3)
+    # one key below the panels (markers added as empty series so every kind is listed)
+    ax0 = axes.flat[0]
+    ax0.plot([], [], "o", color="tab:blue", label="judged point")
+    ax0.plot([], [], "o", mfc="none", color="tab:red", label="dropped (related rule)")
+    ax0.plot([], [], "x", color="grey", label="unparseable judge answer")
+    handles, labels = ax0.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.suptitle("PAUC: judged score of the cumulative answer over each reply span", fontsize=11)
+    return _save(fig, path)
+
+
+def plot_timelines(
+    episodes: Sequence, predictions: dict[str, Sequence], path: str | Path, max_panels: int = 12
+) -> Path:
+    """One row per episode (up to `max_panels`): responses (dots, labelled) against targets and windows."""
+    from proactive_rewards import as_response
+
+    plt = _pyplot()
+    shown = list(episodes)[:max_panels]
+    fig, axes = plt.subplots(len(shown), 1, figsize=(11, 1.5 * len(shown) + 0.8), squeeze=False, layout="constrained")
+    for ax, episode in zip(axes[:, 0], shown):
+        for target in episode.targets:
+            if target.window is not None:
+                ax.axvspan(*target.window, color="tab:green", alpha=0.15, lw=0)
+            ax.axvline(target.time, color="tab:green", lw=1.5)
+            ax.text(target.time, 0.92, _short(target.text, 18), fontsize=7, color="darkgreen", va="top")
+        responses = [as_response(r) for r in predictions.get(episode.id, [])]
+        ax.plot([r.time for r in responses], [0.35] * len(responses), "o", color="tab:blue", ms=5)
+        for k, r in enumerate(responses[:40]):
+            ax.text(r.time, 0.12 if k % 2 else 0.5, _short(r.text, 14), fontsize=6.5, color="navy", ha="center")
+        ax.set_xlim(0, episode.duration)
+        ax.set_ylim(0, 1)
+        ax.set_yticks([])
+        ax.set_ylabel(_short(episode.id, 16), rotation=0, ha="right", va="center", fontsize=8)
+    axes[-1, 0].set_xlabel("time (s) — green: targets (bands: windows); blue: responses")
+    fig.suptitle("Responses against targets", fontsize=11)
+    return _save(fig, path)
+
+
+def plot_responses_histogram(counts: dict[str, list[int]], path: str | Path) -> Path:
+    """Histogram of responses per target, one bar series per source (e.g. PRS-B matching, PAUC span)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
+    top = max(max(c) for c in counts.values() if c) if any(counts.values()) else 0
+    width = 0.8 / max(1, len(counts))
+    for k, (label, values) in enumerate(counts.items()):
+        hist = [sum(1 for v in values if v == n) for n in range(top + 1)]
+        ax.bar([n + (k - (len(counts) - 1) / 2) * width for n in range(top + 1)], hist, width=width, label=label)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xticks(range(top + 1))
+    ax.set_xlabel("responses per target")
+    ax.set_ylabel("targets")
+    ax.legend(fontsize=8)
+    ax.set_title("0 = missed target; > 1 = redundant responses", fontsize=10)
+    return _save(fig, path)
+
+
+def _responses_per_target(pauc: PAUCResult | None, prs: PRSReport | None) -> dict[str, list[int]]:
+    counts = {}
+    if prs is not None and prs.episodes:
+        counts["PRS-B matching"] = prs.responses_per_target("B")
+        counts["PRS-U matching"] = prs.responses_per_target("U")
+    if pauc is not None and pauc.turns:
+        counts["PAUC reply span (kept)"] = [len(t.kept) for t in pauc.turns]
+    return counts

@@ -1,0 +1,190 @@
+"""The causal streaming evaluation loop (P³I Algorithm 1; SPEC §1, §2) and scripted policies for tests.
+
+For each episode the policy is reset, then stepped once per sampled frame, in time order, seeing only the
+past: the frame(s) of this step, the instruction (first turn) and any scheduled user text whose time has
+come (it joins the first frame turn at or after its time). Each assistant turn is cleaned of the model's
+silence signal and ``</Response>`` token; the non-empty ones become responses ``(t_j, ŷ_j)``.
+
+Predictions are written one line per finished episode (flushed and fsynced), so a run that is killed loses
+at most the episode in progress; started again on the same file, it skips the episodes already written
+(repairing a torn last line) and ends with the same file an uninterrupted run writes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from proactive_eval.episodes import Episode
+from proactive_eval.policy import Observation, StreamingPolicy
+from proactive_eval.predictions import SILENCE_TOKEN, PredictionWriter, load_predictions, strip_silence
+from proactive_rewards import Response
+
+logger = logging.getLogger(__name__)
+
+FrameSource = Callable[[Episode], Iterable[tuple[float, Any]]]
+# A user text scheduled at t joins the frame at t even when float sampling puts that frame a hair earlier.
+_EPS = 1e-6
+
+
+def _default_frames(episode: Episode) -> Iterator[tuple[float, Any]]:
+    from proactive_eval.video import iter_frames  # lazy: PyAV / PIL only when videos are read
+
+    return iter_frames(episode)
+
+
+def run_episode(
+    policy: StreamingPolicy,
+    episode: Episode,
+    frame_source: FrameSource | None = None,
+    silence_signals: Sequence[str] = (SILENCE_TOKEN,),
+    max_frames: int | None = None,
+) -> list[Response]:
+    """Stream one episode through `policy` and return its responses (P³I Algorithm 1).
+
+    Args:
+        policy (`StreamingPolicy`): reset once, then stepped once per frame.
+        episode (`Episode`): the episode.
+        frame_source (`Callable`, *optional*): ``episode -> iterable of (time, frame)``, deduplicated and in
+            time order; defaults to `proactive_eval.video.iter_frames` (sampling at the episode's fps).
+        silence_signals (`Sequence[str]`, *optional*, defaults to ``("</Silence>",)``): the model's silence
+            signals (SPEC §2), stripped from its outputs.
+        max_frames (`int`, *optional*): passed to the policy as ``observation.meta["max_frames"]``: keep only
+            the latest K images in the history (text stays).
+    """
+    frames = (frame_source or _default_frames)(episode)
+    policy.reset(episode)
+    pending, next_turn = list(episode.user_turns), 0
+    responses: list[Response] = []
+    step = -1
+    for step, (time, frame) in enumerate(frames):
+        texts = []
+        while next_turn < len(pending) and pending[next_turn].time <= time + _EPS:
+            texts.append(pending[next_turn].text)
+            next_turn += 1
+        meta = dict(episode.meta)
+        if max_frames is not None:
+            meta["max_frames"] = int(max_frames)
+        observation = Observation(episode.id, step, float(time), [frame], episode.instruction, "\n".join(texts), meta)
+        text = strip_silence(policy.step(observation), silence_signals)
+        if text:
+            responses.append(Response(float(time), text))
+    if next_turn < len(pending):
+        logger.warning(
+            "episode %r: %d user turn(s) after the last frame were never shown", episode.id, len(pending) - next_turn
+        )
+    if step < 0:
+        logger.warning("episode %r: no frames", episode.id)
+    return responses
+
+
+def run_streaming(
+    policy: StreamingPolicy,
+    episodes: Iterable[Episode],
+    predictions_path: str | Path,
+    frame_source: FrameSource | None = None,
+    silence_signals: Sequence[str] = (SILENCE_TOKEN,),
+    max_frames: int | None = None,
+    progress: bool = True,
+) -> dict[str, list[Response]]:
+    """Run `policy` over `episodes`, appending predictions to `predictions_path`; resumable.
+
+    Args:
+        policy (`StreamingPolicy`): the model.
+        episodes (`Iterable[Episode]`): the episodes, in the order to run them.
+        predictions_path (`str` or `Path`): JSONL ``{"id", "responses": [{"time", "text"}]}``; episodes already
+            in it are skipped (a torn last line from a killed run is dropped and that episode redone).
+        frame_source, silence_signals, max_frames: as in :func:`run_episode`.
+        progress (`bool`, *optional*, defaults to `True`): show a progress bar.
+
+    Returns:
+        `dict[str, list[Response]]`: the responses of every episode, in episode order (resumed ones included).
+    """
+    from tqdm.auto import tqdm
+
+    episodes = list(episodes)
+    results: dict[str, list[Response]] = {}
+    with PredictionWriter(predictions_path) as writer:
+        done = set(writer.done_ids)
+        previous = load_predictions(predictions_path, silence_signals) if done else {}
+        todo = [e for e in episodes if e.id not in done]
+        if done:
+            logger.info(
+                "%s: resuming, %d of %d episodes already done",
+                predictions_path,
+                len(episodes) - len(todo),
+                len(episodes),
+            )
+        for episode in tqdm(todo, disable=not progress, desc="streaming", unit="episode"):
+            results[episode.id] = run_episode(policy, episode, frame_source, silence_signals, max_frames)
+            writer.write(episode.id, results[episode.id])
+    return {e.id: results[e.id] if e.id in results else previous.get(e.id, []) for e in episodes}
+
+
+class SilentPolicy:
+    """Never speaks. Records how many steps it took per episode in `steps`."""
+
+    def __init__(self):
+        self.steps: dict[str, int] = {}
+        self._episode = None
+
+    def reset(self, episode) -> None:
+        self._episode = episode.id
+        self.steps[episode.id] = 0
+
+    def step(self, observation: Observation) -> str:
+        self.steps[self._episode] += 1
+        return SILENCE_TOKEN
+
+
+class ScriptedPolicy:
+    """Says scripted texts at scripted times: at each step, every line now due (time ≤ step time) is said.
+
+    A policy speaks at most once per frame step, so lines due at the same step (e.g. a predictions file
+    replayed on a coarser frame grid: 1.2 s and 1.7 s both fall due at the 2 s frame) are said together in
+    that one turn: their contents (leading ``</Response>`` removed, silent lines dropped, repeats of the same
+    text said once) joined by a space, the join PAUC uses for cumulative predictions (SPEC §5). Each line thus
+    comes out at the first frame at or after its time, which is as close as the frame grid allows; lines due
+    after the last frame are never said.
+
+    Args:
+        responses_by_episode (`dict`): episode id → list of ``(time, text)``; `text` is sent as
+            ``</Response> text`` unless it already starts with a state token.
+        silence (`str`, *optional*, defaults to ``"</Silence>"``): the output of a step with nothing due.
+        raw (`bool`, *optional*, defaults to `False`): send scripted texts exactly as given (to script other
+            models' outputs, e.g. ``"NO REPLY"``); several raw lines due at one step are still joined as above.
+
+    Every observation is logged (without its frames) in `log` as ``(episode_id, step, time, user_text)``.
+    """
+
+    def __init__(
+        self,
+        responses_by_episode: dict[str, Iterable[tuple[float, str]]],
+        silence: str = SILENCE_TOKEN,
+        raw: bool = False,
+    ):
+        self.script = {eid: sorted(items, key=lambda x: x[0]) for eid, items in responses_by_episode.items()}
+        self.silence, self.raw = silence, raw
+        self.log: list[tuple[str, int, float, str]] = []
+        self._queue: list[tuple[float, str]] = []
+
+    def reset(self, episode) -> None:
+        self._queue = list(self.script.get(episode.id, []))
+
+    def step(self, observation: Observation) -> str:
+        self.log.append((observation.episode_id, observation.step, observation.time, observation.user_text))
+        due = 0
+        while due < len(self._queue) and self._queue[due][0] <= observation.time + _EPS:
+            due += 1
+        texts = [text for _, text in self._queue[:due]]
+        del self._queue[:due]
+        if not texts:
+            return self.silence
+        if len(texts) == 1:
+            text = texts[0]
+            return text if self.raw or text.lstrip().startswith("</") else f"</Response> {text}"
+        contents = [strip_silence(text, (self.silence, SILENCE_TOKEN)) for text in texts]
+        joined = " ".join(dict.fromkeys(c for c in contents if c))  # dict: drop repeats, keep order
+        return f"</Response> {joined}" if joined else self.silence

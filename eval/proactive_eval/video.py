@@ -1,0 +1,263 @@
+"""Frames of an episode at its decision rate, from a video file (PyAV) or a folder of frames (SPEC §1).
+
+A decision step happens at every sampled time ``k / fps``. A sample time resolves to the frame on screen
+at that moment (the last frame whose timestamp is at or before it); times that resolve to the same frame
+are deduplicated, so a 0.5 FPS video sampled at 1 FPS yields each frame once. Videos are decoded in one
+forward pass, seeking ahead only over long gaps, and only the selected frames are converted to arrays.
+
+`av` and `PIL` are imported lazily: scoring predictions never needs them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
+# A forward gap (seconds) beyond which seeking to the previous keyframe beats decoding through.
+_SEEK_GAP_S = 4.0
+# Timestamps are floats from rationals; a frame "at" a sample time may be off by rounding.
+_EPS = 1e-6
+
+
+class VideoError(ValueError):
+    """A video or frame folder that cannot be read; the message names the file.
+
+    Args:
+        message (`str`): what went wrong.
+        file (`str`, *optional*): the video file, frames folder or image at fault.
+    """
+
+    def __init__(self, message: str, *, file: str | Path | None = None):
+        self.file = str(file) if file is not None else None
+        self.reason = message
+        super().__init__(f"{self.file}: {message}" if self.file else message)
+
+
+def sample_times(duration: float, fps: float) -> list[float]:
+    """Decision-step times ``k / fps`` for ``0 ≤ t < duration`` (and always ``t = 0``) (SPEC §1).
+
+    >>> sample_times(3.0, 1.0)
+    [0.0, 1.0, 2.0]
+    >>> sample_times(1.2, 2.0)
+    [0.0, 0.5, 1.0]
+    """
+    if not (math.isfinite(duration) and duration > 0):
+        raise ValueError(f"duration must be a positive finite number, got {duration}")
+    if not (math.isfinite(fps) and fps > 0):
+        raise ValueError(f"fps must be a positive finite number, got {fps}")
+    count = max(1, math.ceil(duration * fps - 1e-9))
+    return [k / fps for k in range(count)]
+
+
+def iter_frames(episode, fps: float | None = None) -> Iterator[tuple[float, np.ndarray]]:
+    """Yield ``(time, frame)`` for an episode's decision steps, frames as ``H×W×3`` uint8 arrays.
+
+    Args:
+        episode (`Episode`): an episode whose `video` is a file or ``{"frames_dir": ..., "fps": ...}``.
+        fps (`float`, *optional*): the sampling rate; defaults to the episode's `fps`.
+
+    Raises:
+        `VideoError` naming the file for a missing, empty, corrupt or frameless video, a missing or empty
+        frames folder, or an image that fails to decode.
+    """
+    fps = float(fps if fps is not None else episode.fps)
+    path = episode.video_path()
+    if path is None:
+        raise VideoError(
+            f"episode {episode.id!r} has no video (an in-memory synthetic episode: use "
+            "proactive_rl.synthetic.render_frames)"
+        )
+    times = sample_times(episode.duration, fps)
+    if isinstance(episode.video, dict):
+        folder_fps = float(episode.video.get("fps", episode.fps))
+        yield from read_folder_frames(path, times, folder_fps)
+    else:
+        yield from read_video_frames(path, times)
+
+
+def read_video_frames(path: str | Path, times: list[float]) -> Iterator[tuple[float, np.ndarray]]:
+    """Decode the frames on screen at `times` (sorted seconds) from a video file, deduplicated.
+
+    Each yielded time is the first sample time that resolved to that frame.
+    """
+    path = Path(path)
+    _check_file(path)
+    try:
+        import av
+    except ImportError as err:  # pragma: no cover - av is a declared extra
+        raise VideoError("reading videos needs PyAV: pip install 'proactive-eval[video]'", file=path) from err
+
+    try:
+        container = av.open(str(path))
+    except (av.error.FFmpegError, OSError, ValueError) as err:
+        raise VideoError(f"cannot open video ({err})", file=path) from None
+    with container:
+        if not container.streams.video:
+            raise VideoError("no video stream", file=path)
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        try:
+            yield from _select_frames(container, stream, sorted(times))
+        except (av.error.FFmpegError, OSError, ValueError) as err:
+            raise VideoError(f"corrupt video ({err})", file=path) from None
+
+
+def _select_frames(container, stream, times: list[float]) -> Iterator[tuple[float, np.ndarray]]:
+    base = float(stream.time_base) if stream.time_base is not None else None
+    rate = float(stream.average_rate) if stream.average_rate else None
+    i, prev, prev_time, decoded, last_emitted = 0, None, None, 0, None
+
+    def emit(sample_time, frame, frame_time):
+        nonlocal last_emitted
+        if last_emitted is not None and abs(frame_time - last_emitted) < _EPS:
+            return None  # same frame as the previous sample time: deduplicated (SPEC §1)
+        last_emitted = frame_time
+        return sample_time, frame.to_ndarray(format="rgb24")
+
+    while i < len(times):
+        restarted = False
+        for frame in container.decode(stream):
+            if frame.pts is not None and base is not None:
+                frame_time = frame.pts * base
+            else:
+                frame_time = decoded / rate if rate else float(decoded)
+            decoded += 1
+            # Every sample time before this frame resolves to the previous frame (or this one, at the start).
+            while i < len(times) and frame_time > times[i] + _EPS:
+                source, source_time = (prev, prev_time) if prev is not None else (frame, frame_time)
+                out = emit(times[i], source, source_time)
+                if out is not None:
+                    yield out
+                i += 1
+            prev, prev_time = frame, frame_time
+            if i >= len(times):
+                return
+            if base is not None and times[i] - frame_time > _SEEK_GAP_S:
+                # Far ahead: jump to the keyframe before the next sample time instead of decoding through.
+                container.seek(int(times[i] / base), stream=stream, backward=True, any_frame=False)
+                prev = None
+                restarted = True
+                break
+        if not restarted:
+            break
+    if decoded == 0:
+        raise ValueError("no frames could be decoded")
+    # Sample times after the last frame resolve to it.
+    while i < len(times):
+        out = emit(times[i], prev, prev_time) if prev is not None else None
+        if out is not None:
+            yield out
+        i += 1
+
+
+def list_frame_files(folder: str | Path) -> list[Path]:
+    """The image files of a frames folder in natural order (``2.png`` before ``10.png``)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise VideoError("frames folder not found" if not folder.exists() else "not a folder", file=folder)
+    files = [p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()]
+    if not files:
+        raise VideoError(f"frames folder has no images ({', '.join(IMAGE_SUFFIXES)})", file=folder)
+    return sorted(files, key=lambda p: [int(s) if s.isdigit() else s for s in re.split(r"(\d+)", p.name)])
+
+
+def read_folder_frames(
+    folder: str | Path, times: list[float], folder_fps: float = 1.0
+) -> Iterator[tuple[float, np.ndarray]]:
+    """Frames on screen at `times` from a folder whose k-th image (natural order) shows at ``k / folder_fps``."""
+    files = list_frame_files(folder)
+    last = None
+    for t in sorted(times):
+        index = min(len(files) - 1, int(math.floor(t * folder_fps + _EPS)))
+        if index == last:
+            continue
+        last = index
+        yield t, load_image(files[index])
+
+
+def load_image(path: str | Path) -> np.ndarray:
+    """An image file as an ``H×W×3`` uint8 array; `VideoError` naming the file if it cannot be decoded."""
+    path = Path(path)
+    _check_file(path)
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError as err:  # pragma: no cover - pillow is a declared extra
+        raise VideoError("reading images needs Pillow: pip install pillow", file=path) from err
+    try:
+        with Image.open(path) as image:
+            return np.asarray(image.convert("RGB"), dtype=np.uint8)
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as err:
+        raise VideoError(f"cannot decode image ({err})", file=path) from None
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise VideoError("file not found", file=path)
+    if not path.is_file():
+        raise VideoError("not a file", file=path)
+    if path.stat().st_size == 0:
+        raise VideoError("empty file (0 bytes)", file=path)
+
+
+def write_video(
+    path: str | Path, frames, fps: float = 1.0, crf: int = 12, keyframe_interval: int | None = None
+) -> str:
+    """Encode ``H×W×3`` uint8 frames as an mp4 (H.264 ``libx264`` if available, else MPEG-4 Part 2), ``yuv420p``.
+
+    Frame k gets timestamp ``k / fps``, so a decoder sampling at `fps` sees each frame once. The file is written
+    next to `path` and renamed into place, so an interrupted run never leaves a truncated video behind.
+
+    Args:
+        path (`str` or `Path`): the output file.
+        frames (`Iterable[np.ndarray]`): the frames, all the same even-sided size.
+        fps (`float`, *optional*, defaults to `1.0`): frames per second.
+        crf (`int`, *optional*, defaults to `12`): x264 quality (lower is closer to lossless).
+        keyframe_interval (`int`, *optional*): frames between keyframes (the codec's default if `None`); short
+            intervals make seeking cheap in long videos.
+
+    Returns:
+        `str`: the codec used.
+    """
+    import os
+    from fractions import Fraction
+
+    import av
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.mp4")
+    codec = "libx264" if "libx264" in av.codecs_available else "mpeg4"
+    rate = Fraction(fps).limit_denominator(1000)
+    try:
+        with av.open(str(tmp), mode="w") as container:
+            stream = None
+            for k, frame in enumerate(frames):
+                frame = np.ascontiguousarray(frame, dtype=np.uint8)
+                if stream is None:
+                    h, w = frame.shape[:2]
+                    if h % 2 or w % 2:
+                        raise VideoError(f"frame size {w}x{h} must be even for yuv420p", file=path)
+                    stream = container.add_stream(codec, rate=rate)
+                    stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
+                    stream.time_base = 1 / rate
+                    if keyframe_interval is not None:
+                        stream.codec_context.gop_size = int(keyframe_interval)
+                    if codec == "libx264":
+                        stream.options = {"crf": str(crf), "preset": "veryfast"}
+                    else:
+                        stream.bit_rate = 4_000_000
+                video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
+                video_frame.pts = k
+                container.mux(stream.encode(video_frame))
+            if stream is None:
+                raise VideoError("no frames to write", file=path)
+            container.mux(stream.encode(None))
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return codec

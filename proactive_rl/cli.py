@@ -1,0 +1,150 @@
+"""The `proactive-rl` command: ``proactive-rl <command> [options]``.
+
+Commands are registered in `COMMANDS` as ``name -> (help, add_arguments, run)``; ``run(args) -> exit code``.
+Heavy imports happen inside ``run``, so ``proactive-rl --help`` stays fast.
+
+- ``synth``: write the embedded synthetic world to files (`proactive_rl.synthetic.export`).
+- ``train``, ``eval``, ``demo``: placeholders until their engineers register them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+# --- synth -------------------------------------------------------------------------------------------
+
+
+def _add_synth_arguments(parser: argparse.ArgumentParser) -> None:
+    from proactive_eval.episodes import TASKS  # light: numpy only
+
+    kinds = ("occlusion", "corruption", "sketch", "zoom_out")
+    parser.add_argument("--out", required=True, help="output folder (train/, validation/, test/ inside)")
+    parser.add_argument(
+        "--tasks", default=",".join(TASKS), help=f"comma-separated task kinds from: {', '.join(TASKS)}"
+    )
+    parser.add_argument("--n", type=int, default=10, help="episodes per task, over all splits (default: 10)")
+    parser.add_argument("--seed", type=int, default=0, help="run seed (default: 0); split seeds are 3*seed+{0,1,2}")
+    parser.add_argument(
+        "--envs",
+        default=",".join(kinds),
+        help=f"comma-separated MCQA environment kinds from: {', '.join(kinds)}; 'none' for none",
+    )
+    parser.add_argument(
+        "--n-envs", type=int, default=None, help="environments per kind over all splits (default: --n)"
+    )
+    parser.add_argument(
+        "--split", default="0.8,0.1,0.1", help="train,validation,test fractions (default: 0.8,0.1,0.1)"
+    )
+    parser.add_argument("--no-videos", action="store_true", help="skip the mp4 files (episodes JSON only)")
+    parser.add_argument("--overwrite", action="store_true", help="rewrite every file, even in a folder made otherwise")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    knobs = parser.add_argument_group("difficulty knobs")
+    knobs.add_argument("--size", type=int, default=64, help="frame side in pixels (default: 64)")
+    knobs.add_argument("--duration", default="10,60", help="episode length range in seconds MIN,MAX (default: 10,60)")
+    knobs.add_argument("--distractors", type=int, default=2, help="distracting objects/events (default: 2)")
+    knobs.add_argument("--speed", type=float, default=1.0, help="motion speed multiplier (default: 1.0)")
+    knobs.add_argument("--event-duration", type=int, default=3, help="event length in steps (default: 3)")
+    knobs.add_argument("--noise", type=float, default=0.0, help="pixel noise std, 0-255 units (default: 0)")
+
+
+def _csv(value: str, valid: Sequence[str], flag: str) -> list[str]:
+    items = [] if value.strip().lower() == "none" else [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [v for v in items if v not in valid]
+    if unknown:
+        raise SystemExit(f"{flag}: unknown {', '.join(unknown)}; expected one of {', '.join(valid)}")
+    return items
+
+
+def _run_synth(args: argparse.Namespace) -> int:
+    from proactive_eval.episodes import TASKS
+    from proactive_rl.synthetic.environments import KINDS
+    from proactive_rl.synthetic.export import export_dataset
+
+    tasks = _csv(args.tasks, TASKS, "--tasks")
+    envs = _csv(args.envs, KINDS, "--envs")
+    try:
+        fractions = [float(x) for x in args.split.split(",")]
+        lo, hi = (int(x) for x in args.duration.split(","))
+    except ValueError:
+        raise SystemExit(
+            f"--split takes three numbers and --duration two integers, got {args.split!r}, {args.duration!r}"
+        ) from None
+    try:
+        result = export_dataset(
+            args.out,
+            tasks,
+            args.n,
+            seed=args.seed,
+            env_kinds=envs,
+            n_envs=args.n_envs,
+            fractions=fractions,
+            videos=not args.no_videos,
+            progress=not args.no_progress,
+            overwrite=args.overwrite,
+            size=args.size,
+            duration=(lo, hi),
+            distractors=args.distractors,
+            speed=args.speed,
+            event_duration=args.event_duration,
+            noise=args.noise,
+        )
+    except (ValueError, TypeError) as err:
+        print(f"proactive-rl synth: error: {err}", file=sys.stderr)
+        return 2
+    if result["reused_folder"]:
+        print(
+            f"{args.out}: same arguments as before: reusing existing files ({result['reused']} reused, "
+            f"{result['written']} written)"
+        )
+    else:
+        print(f"{args.out}: {result['written']} files written")
+    for split, sizes in result["splits"].items():
+        print(
+            f"  {split}: {sizes['episodes_per_task']} episodes x {len(tasks)} tasks, "
+            f"{sizes['environments_per_kind']} environments x {len(envs)} kinds"
+        )
+    return 0
+
+
+# --- placeholders (train, eval, demo register their own add_arguments / run here) ----------------------
+
+
+def _placeholder(name: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        print(f"proactive-rl {name}: not yet available", file=sys.stderr)
+        return 2
+
+    return run
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+
+COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
+    "synth": ("write the synthetic world (mp4 + episodes JSON + MCQA JSONL)", _add_synth_arguments, _run_synth),
+    "train": ("train a model (SFT / GRPO) from a YAML recipe", _no_arguments, _placeholder("train")),
+    "eval": ("evaluate a model on streaming and MCQA benchmarks", _no_arguments, _placeholder("eval")),
+    "demo": ("the end-to-end demo on the synthetic world", _no_arguments, _placeholder("demo")),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="proactive-rl", description="RL post-training for proactive assistants.")
+    sub = parser.add_subparsers(dest="command", metavar="command")
+    sub.required = True
+    for name, (help_text, add_arguments, _run) in COMMANDS.items():
+        add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `proactive-rl` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    return COMMANDS[args.command][2](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Load a real checkpoint (hub id or local directory) with its processor, and give it the state tokens.
+
+One function for every entry point (trainer, evaluator, demo): `load_model` takes a hub id such as
+``Qwen/Qwen3-VL-4B-Instruct`` or a directory written by `save_pretrained` (a tiny model included), adds
+``</Silence>`` / ``</Response>`` as single special tokens when missing (SPEC §2), and resizes the
+embeddings. The tokens live in the tokenizer, so saving the processor beside the model records them and
+a checkpoint reloads with them.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+
+from proactive_rl.models.tokenizer import STATE_TOKENS
+
+logger = logging.getLogger(__name__)
+
+ATTN_IMPLEMENTATIONS = ("sdpa", "eager", "flash_attention_2", "flash_attention_3", "flex_attention")
+_DTYPES = {
+    "auto": "auto",
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
+
+
+def load_model(
+    name_or_path: str | Path,
+    dtype: str | torch.dtype | None = None,
+    attn_implementation: str | None = None,
+    *,
+    torch_dtype: str | torch.dtype | None = None,
+    state_tokens: bool = True,
+    processor_kwargs: dict | None = None,
+    **model_kwargs,
+):
+    """Load a vision-language model and its processor from a hub id or a local path.
+
+    Args:
+        name_or_path (`str` or `Path`): a hub id or a directory holding a model and processor (`save_pretrained`).
+        dtype (`str` or `torch.dtype`, *optional*): `"bfloat16"`, `"float16"`, `"float32"`, `"auto"` (the
+            checkpoint's) or a torch dtype. Defaults to the checkpoint's dtype (`"auto"`).
+        attn_implementation (`str`, *optional*, defaults to `"sdpa"`): one of `ATTN_IMPLEMENTATIONS`.
+            `"flash_attention_2"` needs the `flash-attn` package (``pip install -e ".[gpu]"``).
+        torch_dtype (`str` or `torch.dtype`, *optional*): alias of `dtype` (the pre-v5 transformers name).
+        state_tokens (`bool`, *optional*, defaults to `True`): add the state tokens when missing (`add_state_tokens`).
+        processor_kwargs (`dict`, *optional*): passed to `AutoProcessor.from_pretrained` (e.g. ``min_pixels``).
+        **model_kwargs: passed to `AutoModelForImageTextToText.from_pretrained` (``revision``, ``device_map``, ...);
+            ``revision``, ``cache_dir``, ``token``, ``trust_remote_code`` and ``local_files_only`` go to the processor too.
+
+    Returns:
+        `(model, processor)`.
+    """
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    if dtype is not None and torch_dtype is not None and dtype != torch_dtype:
+        raise ValueError(f"load_model got dtype={dtype!r} and torch_dtype={torch_dtype!r}; pass only one")
+    resolved_dtype = _resolve_dtype(dtype if dtype is not None else torch_dtype)
+    attn = check_attn_implementation(attn_implementation)
+    name = str(name_or_path)
+    if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().exists():
+        raise FileNotFoundError(f"load_model: no model directory at {name!r}")
+    # Where to find the files applies to the processor too.
+    shared = {
+        k: model_kwargs[k]
+        for k in ("revision", "cache_dir", "token", "trust_remote_code", "local_files_only")
+        if k in model_kwargs
+    }
+    processor = AutoProcessor.from_pretrained(str(name_or_path), **shared, **(processor_kwargs or {}))
+    model = AutoModelForImageTextToText.from_pretrained(
+        str(name_or_path), dtype=resolved_dtype, attn_implementation=attn, **model_kwargs
+    )
+    if state_tokens:
+        add_state_tokens(model, processor)
+    return model, processor
+
+
+def check_attn_implementation(attn_implementation: str | None) -> str:
+    """Validate an attention implementation name (default `"sdpa"`); flash-attention must be installed to be used."""
+    attn = attn_implementation or "sdpa"
+    if attn not in ATTN_IMPLEMENTATIONS:
+        raise ValueError(f"unknown attn_implementation {attn!r}; expected one of {', '.join(ATTN_IMPLEMENTATIONS)}")
+    if attn == "flash_attention_2":
+        from transformers.utils import is_flash_attn_2_available
+
+        if not is_flash_attn_2_available():
+            raise ImportError(
+                "attn_implementation='flash_attention_2' was requested but flash-attn is not installed or not usable "
+                "here (it needs a CUDA GPU). Install it with `pip install -e '.[gpu]'` (flash-attn>=2.7), or use "
+                "attn_implementation='sdpa'."
+            )
+    if attn == "flash_attention_3":
+        from transformers.utils import is_flash_attn_3_available
+
+        if not is_flash_attn_3_available():
+            raise ImportError(
+                "attn_implementation='flash_attention_3' was requested but flash-attn 3 is not installed or not "
+                "usable here (it needs a Hopper GPU); use 'flash_attention_2' or 'sdpa'."
+            )
+    return attn
+
+
+def add_state_tokens(model, processor) -> dict[str, int]:
+    """Add ``</Silence>`` and ``</Response>`` as single special tokens when missing, and fit the embeddings (SPEC §2).
+
+    When the embedding matrix has no room for the new ids it is resized (new rows initialised to the mean
+    of the old ones, `mean_resizing`); when it already has spare rows (released Qwen checkpoints pad their
+    vocabulary), the rows of the new ids are set to the mean embedding of the tokenizer's vocabulary, so a
+    new token starts as an average token rather than an untrained row. Idempotent.
+
+    Args:
+        model (`PreTrainedModel`): the model whose input (and output) embeddings to fit.
+        processor (`ProcessorMixin` or tokenizer): the processor (its `tokenizer` is modified) or a tokenizer.
+
+    Returns:
+        `dict[str, int]`: the id of each state token.
+    """
+    tokenizer = getattr(processor, "tokenizer", processor)
+    old_len = len(tokenizer)
+    missing = [t for t in STATE_TOKENS if not _is_single_special(tokenizer, t)]
+    if missing:
+        tokenizer.add_special_tokens({"extra_special_tokens": missing}, replace_extra_special_tokens=False)
+        new_ids = [tokenizer.convert_tokens_to_ids(t) for t in missing]
+        rows = model.get_input_embeddings().weight.shape[0]
+        if len(tokenizer) > rows:
+            model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64, mean_resizing=True)
+        else:
+            _mean_init_rows(model, [i for i in new_ids if i >= old_len], old_len)
+        logger.info("added state tokens %s (ids %s)", missing, new_ids)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in STATE_TOKENS}
+    for token in STATE_TOKENS:
+        if not _is_single_special(tokenizer, token):
+            raise RuntimeError(f"could not make {token!r} a single special token of {type(tokenizer).__name__}")
+    return ids
+
+
+def _is_single_special(tokenizer, token: str) -> bool:
+    ids = tokenizer(token, add_special_tokens=False)["input_ids"]
+    return len(ids) == 1 and token in tokenizer.all_special_tokens
+
+
+def _mean_init_rows(model, rows: list[int], old_len: int) -> None:
+    if not rows:
+        return
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    weights = [model.get_input_embeddings().weight]
+    out = model.get_output_embeddings()
+    if out is not None and out.weight is not weights[0]:
+        weights.append(out.weight)
+    if is_deepspeed_zero3_enabled():  # the weights are partitioned: gather them to modify them
+        import deepspeed
+
+        context = deepspeed.zero.GatheredParameters(weights, modifier_rank=0)
+    else:
+        import contextlib
+
+        context = contextlib.nullcontext()
+    with context, torch.no_grad():
+        for weight in weights:
+            weight[rows] = weight[:old_len].float().mean(0).to(weight.dtype)
+
+
+def _resolve_dtype(dtype):
+    if dtype is None:
+        return "auto"
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in _DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(_DTYPES)} or a torch.dtype")
+    return _DTYPES[dtype]

@@ -1,0 +1,122 @@
+"""A small byte-level BPE tokenizer for the tiny models, trained at build time on the world's vocabulary.
+
+Byte-level BPE (as in Qwen) encodes any text, so the corpus only decides which words are cheap; it
+covers the synthetic world's instructions and answers (counts, colours, shapes, ``Warning``,
+``start``/``end``, ...), the dialogue's timestamps and system prompt. The Qwen chat-template tokens and
+the two state tokens (SPEC §2) are single special tokens.
+"""
+
+from __future__ import annotations
+
+from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
+
+# Control tokens the Qwen-VL processors and chat templates use, in Qwen's order.
+QWEN_SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+STATE_TOKENS = (SILENCE_TOKEN, RESPONSE_TOKEN)
+
+COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "cyan", "black", "white", "grey", "pink", "brown")
+SHAPES = ("circle", "square", "triangle", "diamond", "ring", "bar", "board", "star", "shape", "object", "objects")
+
+# Sentences of the synthetic world (instructions, questions, answers, prompts). Kept as a plain list so the
+# tokenizer, and therefore every tiny model, is a pure function of this file.
+CORPUS = (
+    "You are a proactive assistant watching a live video stream, one frame at a time.",
+    "After each frame, answer with </Silence> when nothing needs to be said, or with </Response> followed by "
+    "your answer as soon as the user's request calls for it. Stay silent otherwise.",
+    # The synthetic world's instructions and answers (proactive_rl.synthetic), one per task.
+    "You are watching a road from above. Say 'Warning' as soon as two vehicles are about to collide, early "
+    "enough to avoid the crash.",
+    "This is a security camera watching a yellow package. Say 'Warning' as soon as anyone steals it.",
+    "Tell me each time a new object appears. Answer with the running count.",
+    "The blue tank at the bottom is filled from time to time. Say 'start' when it starts filling and 'end' when "
+    "it is full.",
+    "Keep track of the black triangle. Tell me when it leaves the view, and on which side: say left, right, top "
+    "or bottom.",
+    "I am putting squares into the slots from left to right in this order: green, purple, blue, yellow, orange. "
+    "If I make a mistake, tell me right away how to fix it.",
+    "The fourth slot should hold a yellow square, not a cyan one: replace the cyan square with a yellow square.",
+    "Tell me whenever a new shape appears: what colour and shape is it? A purple diamond appears.",
+    "first second third fourth fifth sixth slot slots tank vehicle vehicles road camera package steals crash",
+    "Warn me before two objects collide. Answer Warning when a collision is about to happen.",
+    "Warning",
+    "Tell me each time the red circle touches the blue square. Answer with the running count.",
+    "Count every time an object enters the board. Answer with the running count.",
+    "Count each event of the specified category: appear, disappear, flash, bounce, collide, split, merge.",
+    "Tell me when the process starts and when it ends. Answer start or end.",
+    "start",
+    "end",
+    "Tell me when the tracked object leaves the view. Answer left, right, top or bottom.",
+    "The object left the view.",
+    "Tell me if something suspicious happens: an object taking another object away.",
+    "An object stole another object. Alert: theft.",
+    "Watch the steps of the task and tell me when I make a mistake and how to fix it.",
+    "You skipped a step. Fill the bar before moving the square. Fix: move it back.",
+    "Question: what colour is the moving shape? Answer: the moving shape is red.",
+    "Which shape appears next? How many objects are on the board? Where did it go?",
+    "Which category does the object belong to? Options: A. B. C. D. I abstain. Move the occluder left.",
+    "Move the occluder right. Denoise the image. Add one more stroke. Zoom out. Ask for help.",
+    "The answer is circle, square, triangle or diamond.",
+    "left right top bottom up down faster slower small large big tiny moving still fast slow",
+    "appear appears appeared disappear disappears flash flashes bounce bounces collide collides collision",
+    "enter enters leaves leave touch touches fill fills empty full step steps mistake fix",
+    "<t=0.0s> <t=1.0s> <t=2.0s> <t=3.0s> <t=4.0s> <t=5.0s> <t=6.0s> <t=7.0s> <t=8.0s> <t=9.0s>",
+    "<t=10.0s> <t=12.0s> <t=15.5s> <t=20.0s> <t=30.0s> <t=45.0s> <t=60.0s> <t=99.0s> <t=120.0s>",
+    "the a an and or of to in on at is are it this that each every when before after with how many",
+    " ".join(COLOURS),
+    " ".join(SHAPES),
+    " ".join(f"{c} {s}" for c in COLOURS for s in SHAPES),
+    " ".join(str(i) for i in range(0, 121)),
+    "0 1 2 3 4 5 6 7 8 9 . , : ; ! ? ' \" ( ) [ ] < > / = - + * # %",
+)
+
+
+def build_tokenizer(vocab_size: int = 1024, model_max_length: int = 32768, state_tokens: bool = True):
+    """Train the byte-level BPE on `CORPUS` and wrap it as a `PreTrainedTokenizerFast` with Qwen's special tokens.
+
+    Deterministic: the same arguments give the same vocabulary and merges.
+
+    Args:
+        vocab_size (`int`, *optional*, defaults to `1024`): size of the BPE vocabulary, special tokens included.
+        model_max_length (`int`, *optional*, defaults to `32768`): recorded on the tokenizer.
+        state_tokens (`bool`, *optional*, defaults to `True`): include the two state tokens (`False` mimics a
+            released checkpoint's tokenizer).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    special = list(QWEN_SPECIAL_TOKENS) + (list(STATE_TOKENS) if state_tokens else [])
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=special,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(CORPUS, trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        # Everything but eos/pad is an extra special token (skipped when decoding with skip_special_tokens).
+        extra_special_tokens=[t for t in special if t not in ("<|endoftext|>", "<|im_end|>")],
+        model_max_length=model_max_length,
+        clean_up_tokenization_spaces=False,
+    )
+    return tokenizer

@@ -1,0 +1,346 @@
+"""Ask-for-help MCQA environments in the synthetic world (ProactiveBench protocol, SPEC §6).
+
+Every environment is a sequence of images with a current position. The lettered choices are the action
+options (proactive suggestions and the abstain option, shuffled once at generation) followed by four
+categories (one correct, three hard negatives). A valid proactive suggestion moves the position; a correct
+category ends the episode as a success; an abstention, a wrong category, an invalid action, an unparseable
+answer or running out of `max_steps` ends it as a failure. Answers are scored by the benchmark's own
+`proactive_eval.metrics.proactivebench.classify_answer` (the authors' parsing).
+
+Kinds, after the datasets they stand in for (ProactiveBench App. A):
+
+- ``occlusion`` (ROD): a board hides the object; "move the board to the left/right" slides it one step,
+  circularly. As in ROD, a category on the first, fully occluded frame counts as wrong.
+- ``corruption`` (ImageNet-C): noise, blur, pixelation or low contrast; four quality suggestions, one valid;
+  each valid request removes one severity level.
+- ``sketch`` (QuickDraw): a drawing shown stroke by stroke; "add more details" adds a stroke.
+- ``zoom_out`` (MS-COCO zoom): a tight crop of the object; "move farther" widens it one step.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from proactive_eval.environments import MCQAObservation, StepResult
+from proactive_eval.metrics.proactivebench import classify_answer
+from proactive_rl.synthetic.sketches import CORRUPTIONS, DRAWINGS, corrupt, draw_strokes
+from proactive_rl.synthetic.world import BACKGROUND, PALETTE, SHAPES, rgb, shape_mask
+
+KINDS = ("occlusion", "corruption", "sketch", "zoom_out")
+# The dataset each kind follows (its dynamics and option style) and its name in reports.
+DATASETS = {kind: f"synthetic_{kind}" for kind in KINDS}
+ABSTAIN = ("I do not know.", "I cannot answer this question.", "I cannot tell from this image.")
+QUESTIONS = {
+    "occlusion": ("What object is hidden behind the {occluder}?", "Which object is behind the {occluder}?"),
+    "corruption": ("What object is shown in this image?", "Which object does this picture show?"),
+    "sketch": ("What does this drawing depict?", "What is being drawn in this sketch?"),
+    "zoom_out": ("What object is in this picture?", "Which object does this photo show?"),
+}
+HINTS = {
+    "occlusion": "Hint: moving the occluding object might reveal what is behind it.",
+    "corruption": "Hint: enhancing the image quality could help with classification.",
+    "sketch": "Hint: Adding more details to the drawing could help with classification.",
+    "zoom_out": "Hint: zooming out could help with classification.",
+}
+QUALITY_ACTIONS = {
+    "noise": "Denoise the image.",
+    "blur": "Deblur the image.",
+    "pixelate": "Increase the image resolution.",
+    "contrast": "Increase the contrast of the image.",
+}
+
+
+@dataclass
+class SequenceEnvironment:
+    """An MCQA environment over a fixed image sequence (implements `proactive_eval.MCQAEnvironment`).
+
+    Args:
+        id (`str`): unique id.
+        dataset (`str`): report name (``synthetic_<kind>``).
+        kind (`str`): one of `KINDS`.
+        images (`list[np.ndarray]`): the sequence, ``H×W×3`` uint8.
+        prompt (`str`): the question.
+        options (`list[str]`): action options shown before the categories (suggestions and the abstain option).
+        categories (`list[str]`): four categories; `answer` is one of them.
+        answer (`str`): the correct category.
+        moves (`dict[str, int]`): valid suggestion -> change of the image position.
+        first_image (`int`): the starting position.
+        reference_image (`int`): the position where the object is fully recognisable.
+        steps_needed (`int`): valid moves from `first_image` to `reference_image`.
+        max_steps (`int`): turns allowed (the authors' `num_images`).
+        circular (`bool`): positions wrap around (ROD) instead of stopping at the ends.
+        category_from_move (`int`): moves needed before a category can be correct (1 for ROD, else 0).
+        hint (`str`): the dataset's hint (ProactiveBench §4.3), for prompts that use one.
+    """
+
+    id: str
+    dataset: str
+    kind: str
+    images: list
+    prompt: str
+    options: list[str]
+    categories: list[str]
+    answer: str
+    moves: dict[str, int]
+    first_image: int
+    reference_image: int
+    steps_needed: int
+    max_steps: int
+    circular: bool = False
+    category_from_move: int = 0
+    hint: str = ""
+    _position: int = field(default=0, repr=False)
+    _turns: int = field(default=0, repr=False)
+    _moves_made: int = field(default=0, repr=False)
+
+    @property
+    def choices(self) -> list[str]:
+        """All lettered choices in order: action options, then categories (SPEC §6)."""
+        return self.options + self.categories
+
+    def valid_actions(self) -> list[str]:
+        """Suggestions that move the environment from the current position."""
+        n = len(self.images)
+        return [a for a, d in self.moves.items() if self.circular or 0 <= self._position + d < n]
+
+    def reset(self) -> MCQAObservation:
+        self._position, self._turns, self._moves_made = self.first_image, 0, 0
+        return self._observe()
+
+    def step(self, answer: str) -> StepResult:
+        allowed = self.answer if self._moves_made >= self.category_from_move else None
+        outcome, index = classify_answer(answer, self.options, self.valid_actions(), self.categories, allowed)
+        self._turns += 1
+        if outcome != "proactive":
+            return StepResult(None, outcome, True)
+        self._position = (self._position + self.moves[self.choices[index]]) % len(self.images)
+        self._moves_made += 1
+        if self._turns >= self.max_steps:
+            return StepResult(None, "proactive", True)
+        return StepResult(self._observe(), "proactive", False)
+
+    def oracle_answer(self, observation: MCQAObservation | None = None) -> str:
+        """The shortest successful answer from here: a move towards the reference, else the category."""
+        if self._moves_made >= self.category_from_move and self._position == self.reference_image:
+            return self.answer
+        valid = self.valid_actions()
+        if not valid:
+            return self.answer
+        n = len(self.images)
+        # Distance to the reference after each valid move (circular or not); ties go to the first option.
+        return min(
+            valid, key=lambda a: _distance(self._position + self.moves[a], self.reference_image, n, self.circular)
+        )
+
+    def _observe(self) -> MCQAObservation:
+        return MCQAObservation(
+            image=self.images[self._position],
+            prompt=self.prompt,
+            options=self.choices,
+            valid_actions=self.valid_actions(),
+            step=self._turns,
+        )
+
+
+def make_environments(kind: str, n: int, seed: int = 0, size: int = 64) -> list[SequenceEnvironment]:
+    """`n` seeded environments of one kind (``occlusion``, ``corruption``, ``sketch``, ``zoom_out``).
+
+    Same arguments give identical environments (ids ``{kind}_s{seed}_{i:05d}``).
+    """
+    if kind not in _BUILDERS:
+        raise ValueError(f"unknown environment kind {kind!r}; expected one of {', '.join(KINDS)}")
+    out = []
+    for i in range(n):
+        env_seed = int(np.random.SeedSequence([int(seed), zlib.crc32(kind.encode()), i]).generate_state(1)[0])
+        rng = np.random.default_rng(env_seed)
+        out.append(_BUILDERS[kind](rng, f"{kind}_s{seed}_{i:05d}", size, env_seed))
+    return out
+
+
+def oracle_policy(env: SequenceEnvironment):
+    """A `policy_fn` for `run_environment` that plays `env` optimally (for tests and baselines)."""
+    return env.oracle_answer
+
+
+def abstain_policy(observation: MCQAObservation) -> str:
+    """A `policy_fn` that always picks the abstain option."""
+    return next(o for o in observation.options if o in ABSTAIN)
+
+
+# --- builders ------------------------------------------------------------------------------------
+
+
+def _occlusion(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
+    answer, categories = _object_categories(rng)
+    colour, shape = answer.split(" ")
+    board_colour = _pick(rng, [c for c in PALETTE if c != colour])
+    occluder = f"{board_colour} board"
+    reach = int(rng.integers(2, 5))  # moves from the centre until the object is fully visible
+    radius = size * 0.16
+    board_half = radius + 2
+    shift = (board_half + radius + 2) / reach  # pixels per move
+    images = []
+    n = 2 * reach + 1  # positions -reach..reach; the middle one hides the object
+    c = size / 2
+    yy, xx = np.mgrid[0:size, 0:size]
+    for i in range(n):
+        img = _canvas(size)
+        img[shape_mask(shape, c, c, radius, size, yy, xx)] = rgb(colour)
+        ox = c + (i - reach) * shift
+        board = (np.abs(xx + 0.5 - ox) <= board_half) & (np.abs(yy + 0.5 - c) <= size * 0.3)
+        img[board] = rgb(board_colour)
+        images.append(img)
+    left, right = f"Move the {occluder} to the left.", f"Move the {occluder} to the right."
+    options = _shuffled(rng, [left, right, _pick(rng, ABSTAIN)])
+    reference = reach if rng.random() < 0.5 else -reach  # either end reveals it; the oracle heads one way
+    return SequenceEnvironment(
+        id=env_id,
+        dataset=DATASETS["occlusion"],
+        kind="occlusion",
+        images=images,
+        prompt=_pick(rng, QUESTIONS["occlusion"]).format(occluder=occluder),
+        options=options,
+        categories=categories,
+        answer=answer,
+        moves={left: -1, right: 1},
+        first_image=reach,
+        reference_image=(reach + reference) % n,
+        steps_needed=reach,
+        max_steps=n,
+        circular=True,
+        category_from_move=1,
+        hint=HINTS["occlusion"],
+    )
+
+
+def _corruption(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
+    answer, categories = _object_categories(rng)
+    colour, shape = answer.split(" ")
+    kind = _pick(rng, CORRUPTIONS)
+    levels = int(rng.integers(3, 5))
+    clean = _canvas(size)
+    clean[shape_mask(shape, size / 2, size / 2, size * 0.28, size)] = rgb(colour)
+    images = [corrupt(clean, kind, s, levels, seed) for s in range(levels + 1)]
+    options = _shuffled(rng, list(QUALITY_ACTIONS.values()) + [_pick(rng, ABSTAIN)])
+    return SequenceEnvironment(
+        id=env_id,
+        dataset=DATASETS["corruption"],
+        kind="corruption",
+        images=images,
+        prompt=_pick(rng, QUESTIONS["corruption"]),
+        options=options,
+        categories=categories,
+        answer=answer,
+        moves={QUALITY_ACTIONS[kind]: -1},
+        first_image=levels,
+        reference_image=0,
+        steps_needed=levels,
+        max_steps=levels + 1,
+        hint=HINTS["corruption"],
+    )
+
+
+def _sketch(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
+    names = list(DRAWINGS)
+    order = rng.permutation(len(names))[:4]
+    categories = [names[i] for i in order]
+    answer = categories[0]
+    categories = _shuffled(rng, categories)
+    strokes = DRAWINGS[answer]
+    images = [draw_strokes(strokes[: k + 1], size) for k in range(len(strokes))]
+    action = "Add more details to the drawing."
+    options = _shuffled(rng, [action, _pick(rng, ABSTAIN)])
+    return SequenceEnvironment(
+        id=env_id,
+        dataset=DATASETS["sketch"],
+        kind="sketch",
+        images=images,
+        prompt=_pick(rng, QUESTIONS["sketch"]),
+        options=options,
+        categories=categories,
+        answer=answer,
+        moves={action: 1},
+        first_image=0,
+        reference_image=len(strokes) - 1,
+        steps_needed=len(strokes) - 1,
+        max_steps=len(strokes),
+        hint=HINTS["sketch"],
+    )
+
+
+def _zoom_out(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
+    answer, categories = _object_categories(rng, same_colour=True)
+    colour, shape = answer.split(" ")
+    big = size * 4  # render large so crops stay sharp, then sample down to `size`
+    cx, cy = rng.uniform(0.4, 0.6, size=2) * big
+    radius = big * 0.3
+    scene = _canvas(big)
+    scene[shape_mask(shape, cx, cy, radius, big)] = rgb(colour)
+    granularity = int(rng.integers(3, 6))
+    # The first crop sits inside the object, so only its colour shows; each step widens it to the full frame.
+    half0 = radius * 0.35
+    images = []
+    for k in range(granularity + 1):
+        a = k / granularity
+        x0, x1 = (1 - a) * (cx - half0), (1 - a) * (cx + half0) + a * big
+        y0, y1 = (1 - a) * (cy - half0), (1 - a) * (cy + half0) + a * big
+        xs = np.clip((x0 + (np.arange(size) + 0.5) * (x1 - x0) / size).astype(int), 0, big - 1)
+        ys = np.clip((y0 + (np.arange(size) + 0.5) * (y1 - y0) / size).astype(int), 0, big - 1)
+        images.append(scene[ys][:, xs])
+    action = "Move farther from the object."
+    options = _shuffled(rng, [action, _pick(rng, ABSTAIN)])
+    return SequenceEnvironment(
+        id=env_id,
+        dataset=DATASETS["zoom_out"],
+        kind="zoom_out",
+        images=images,
+        prompt=_pick(rng, QUESTIONS["zoom_out"]),
+        options=options,
+        categories=categories,
+        answer=answer,
+        moves={action: 1},
+        first_image=0,
+        reference_image=granularity,
+        steps_needed=granularity,
+        max_steps=granularity + 1,
+        hint=HINTS["zoom_out"],
+    )
+
+
+_BUILDERS = {"occlusion": _occlusion, "corruption": _corruption, "sketch": _sketch, "zoom_out": _zoom_out}
+
+
+def _object_categories(rng, same_colour: bool = False) -> tuple[str, list[str]]:
+    """A "colour shape" answer and three hard negatives sharing its colour (or, if allowed, its shape)."""
+    colours = [c for c in PALETTE if c != "black"]
+    colour, shape = _pick(rng, colours), _pick(rng, SHAPES)
+    negatives = [f"{colour} {s}" for s in SHAPES if s != shape]
+    if not same_colour:
+        negatives += [f"{c} {shape}" for c in colours if c != colour]
+    chosen = [negatives[i] for i in rng.permutation(len(negatives))[:3]]
+    answer = f"{colour} {shape}"
+    return answer, _shuffled(rng, [answer] + chosen)
+
+
+def _canvas(size: int) -> np.ndarray:
+    img = np.empty((size, size, 3), dtype=np.uint8)
+    img[:] = BACKGROUND
+    return img
+
+
+def _pick(rng, items):
+    return items[int(rng.integers(len(items)))]
+
+
+def _shuffled(rng, items: list) -> list:
+    return [items[i] for i in rng.permutation(len(items))]
+
+
+def _distance(position: int, reference: int, n: int, circular: bool) -> int:
+    if circular:
+        position %= n
+        return min((position - reference) % n, (reference - position) % n)
+    return abs(position - reference)

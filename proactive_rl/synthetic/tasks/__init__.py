@@ -1,0 +1,20 @@
+"""One generator per P³I task kind (SPEC §1): ``make(rng, knobs, steps) -> Scenario``."""
+
+from proactive_rl.synthetic.tasks.common import Knobs, Scenario
+from proactive_rl.synthetic.tasks.counting import make_atomic, make_event_type
+from proactive_rl.synthetic.tasks.process import make_compositional, make_intervention
+from proactive_rl.synthetic.tasks.safety import make_accident, make_crime
+from proactive_rl.synthetic.tasks.tracking import make_object, make_pvqa
+
+GENERATORS = {
+    "accident": make_accident,
+    "crime": make_crime,
+    "atomic": make_atomic,
+    "event_type": make_event_type,
+    "compositional": make_compositional,
+    "object": make_object,
+    "intervention": make_intervention,
+    "pvqa": make_pvqa,
+}
+
+__all__ = ["GENERATORS", "Knobs", "Scenario"]

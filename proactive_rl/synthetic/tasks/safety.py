@@ -1,0 +1,87 @@
+"""Safety tasks (P³I `accident`, `crime`): one dangerous event; the target is the signal ``Warning``.
+
+- `accident`: two vehicles on a collision course; the warning is due 2-3 steps before contact (earlier in slow
+  traffic, so they are still clearly apart), while they converge (the contact frame itself is too late).
+- `crime`: a thief walks to a parked package and carries it away; the warning is due on the first frame
+  where the package moves with the thief (touching alone is not yet a theft: bystanders brush past too).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from proactive_rl.synthetic.tasks.common import Knobs, Scenario, Stage, target
+from proactive_rl.synthetic.world import PALETTE, position, sprite
+
+WARNING = "Warning"
+
+
+def make_accident(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenario:
+    st = Stage(rng, knobs, steps)
+    ra, rb = st.radius(), st.radius()
+    ca = st.colour()
+    cb = st.colour(exclude=[ca])
+    sa, sb = st.shape(), st.shape()
+    angle = float(rng.uniform(0, 2 * np.pi))
+    # B comes in at 90-180 degrees to A, as at a crossing or head-on.
+    angle_b = angle + float(rng.choice([-1, 1]) * rng.uniform(np.pi / 2, np.pi))
+    # They crash into each other: each centre stops 0.2 (ra + rb) short of the crash point, so shapes overlap.
+    stop = 0.2 * (ra + rb)
+    # Warn 2-3 steps ahead, and at least when the vehicles are still clearly apart (centres 1.5 (ra + rb) + 2 px):
+    # centres close at |uA - uB| * step_px per step, so slow traffic needs an earlier warning.
+    closing = float(np.hypot(np.cos(angle) - np.cos(angle_b), np.sin(angle) - np.sin(angle_b)))
+    apart = (1.5 * (ra + rb) + 2 * st.unit) / closing
+    lead = max(int(rng.integers(2, 4)), int(np.ceil((apart - stop) / st.step_px)))
+    lead = min(lead, steps - 5)
+    contact = int(rng.integers(max(lead + 4, steps // 3), steps))  # at most the last frame
+    cx, cy = st.point(margin=18)
+    travel = max(int(rng.integers(6, 13)), lead + 2)  # both are on screen before the warning
+    start = max(0, contact - travel)
+    sprites = st.wanderers(knobs.distractors, [c for c in list(PALETTE) if c not in (ca, cb)])
+    for shape, colour, r, a in ((sa, ca, ra, angle), (sb, cb, rb, angle_b)):
+        ux, uy = np.cos(a), np.sin(a)
+        hit = (cx - ux * stop, cy - uy * stop)
+        back = stop + st.step_px * (contact - start)
+        origin = (cx - ux * back, cy - uy * back)
+        sprites.append(sprite(shape, colour, r, [[start, *origin], [contact, *hit]], span=[start, steps + 1]))
+    instruction = (
+        "You are watching a road from above. Say 'Warning' as soon as two vehicles are about to collide, "
+        "early enough to avoid the crash."
+    )
+    extra = {"contact": contact, "vehicles": [f"{ca} {sa}", f"{cb} {sb}"]}
+    return Scenario(steps, sprites, [target(contact - lead, WARNING, knobs.fps)], instruction, extra)
+
+
+def make_crime(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenario:
+    st = Stage(rng, knobs, steps)
+    package_colour, thief_colour = "yellow", st.colour(exclude=["yellow"])
+    thief_shape = st.shape(exclude=["square"])
+    px, py = st.point(margin=14)
+    grab = int(rng.integers(max(4, steps // 3), steps - 1))  # the theft shows at grab + 1 <= last frame
+    # The thief wanders, then walks straight to the package and leaves with it.
+    approach = max(1, int(np.ceil(st.size / 3 / st.step_px)))
+    wander_end = max(0, grab - approach)
+    thief = st.wander(0, wander_end)
+    thief = [k for k in thief if k[0] < wander_end] + [[wander_end, *position(thief, wander_end)]]
+    thief.append([grab, px, py])
+    ux, uy = _away(px, py, st.size)
+    exit_steps = max(1, steps - grab)
+    run = min(st.size * 1.5, st.step_px * exit_steps)
+    thief.append([grab + exit_steps, px + ux * run, py + uy * run])
+    thief_r = st.radius()
+    package_r = 3.0 * st.unit
+    package_track = [[0, px, py], [grab, px, py], [thief[-1][0], thief[-1][1], thief[-1][2]]]
+    others = [c for c in list(PALETTE) if c not in (package_colour, thief_colour)]
+    sprites = st.wanderers(knobs.distractors, others)
+    # The package is drawn over the thief, so it stays visible while carried.
+    sprites.append(sprite(thief_shape, thief_colour, thief_r, thief))
+    sprites.append(sprite("square", package_colour, package_r, package_track))
+    instruction = "This is a security camera watching a yellow package. Say 'Warning' as soon as anyone steals it."
+    extra = {"grab": grab, "thief": f"{thief_colour} {thief_shape}"}
+    return Scenario(steps, sprites, [target(grab + 1, WARNING, knobs.fps)], instruction, extra)
+
+
+def _away(x: float, y: float, size: int) -> tuple[float, float]:
+    """Unit vector from the package towards the nearest frame edge (the thief's escape route)."""
+    dists = {(-1.0, 0.0): x, (1.0, 0.0): size - x, (0.0, -1.0): y, (0.0, 1.0): size - y}
+    return min(dists, key=dists.get)

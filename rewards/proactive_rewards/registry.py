@@ -1,0 +1,145 @@
+"""The reward registry: names → TRL reward functions, plus dotted import paths for user rewards (SPEC §7).
+
+```python
+from proactive_rewards import get_reward
+reward_funcs = [get_reward("accident", lam=0.2), get_reward("state_format")]   # for trl.GRPOTrainer
+```
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from proactive_rewards.format import state_format_reward
+from proactive_rewards.suggestion import proactive_suggestion_reward
+from proactive_rewards.tasks import accident_reward, compositional_reward, count_reward, intervention_reward
+from proactive_rewards.trl import RewardFunction, RewardSpec
+
+_REGISTRY: dict[str, RewardSpec] = {}
+
+
+def register_reward(spec: RewardSpec) -> RewardSpec:
+    """Add a reward to the registry; a name that is already taken is an error (no silent shadowing)."""
+    if spec.name in _REGISTRY:
+        raise ValueError(f"a reward named {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def list_rewards() -> list[str]:
+    """The registered reward names.
+
+    Example:
+
+    >>> list_rewards()
+    ['accident', 'compositional', 'count', 'intervention', 'proactive_suggestion', 'state_format']
+    """
+    return sorted(_REGISTRY)
+
+
+def _import(path: str):
+    module, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise ValueError(f"cannot import {path!r} ({type(e).__name__}: {e})") from None
+
+
+class _NamedCallable:
+    """A user reward imported by path, with bound keyword parameters and a TRL metric name (picklable)."""
+
+    def __init__(self, fn: Callable, params: dict, name: str):
+        self.fn, self.params, self.__name__ = fn, params, name
+
+    def __call__(self, completions, **columns):
+        return self.fn(completions, **columns, **self.params)
+
+
+def get_reward(
+    name: str, *, components: bool = False, metric_name: str | None = None, tasks=None, **params
+) -> Callable:
+    """A named TRL reward function ``(completions, **columns) -> list[float | None]``.
+
+    Args:
+        name (`str`): a registered name (see :func:`list_rewards`) or a dotted import path
+            (``"my_pkg.rewards:my_reward"`` or ``"my_pkg.rewards.my_reward"``) to a TRL-style reward.
+        components (`bool`, *optional*, defaults to `False`): return ``list[dict]`` with ``"overall"`` and the
+            reward's parts, for logging (registered rewards only).
+        metric_name (`str`, *optional*): the name TRL logs it under; defaults to `name` (use it to log one reward
+            twice with different parameters).
+        tasks (`list[str]`, *optional*): the ``task`` column values it scores (others get `None`); defaults to
+            the reward's own tasks; ``["*"]`` scores every row.
+        **params: the reward's keyword parameters (``alpha``, ``lam``, ``signal``, ``r_p``, ``content_scorer``),
+            checked now. ``content_scorer`` may be a dotted import path.
+
+    Example:
+
+    >>> reward = get_reward("accident")
+    >>> reward.__name__, reward(["<t=40.2s></Response> Warning"], targets=[[{"time": 18.867, "text": "Warning"}]])
+    ('accident', [0.3441...])
+    >>> get_reward("acident")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown reward 'acident'; expected one of accident, compositional, count, intervention, ...
+    """
+    if name in _REGISTRY:
+        spec = _REGISTRY[name]
+        unknown = sorted(set(params) - set(spec.params))
+        if unknown:
+            raise TypeError(f"reward {name!r} got unknown parameter(s) {unknown}; it takes {list(spec.params)}")
+        if isinstance(params.get("content_scorer"), str):
+            params["content_scorer"] = _import(params["content_scorer"])
+        # Dry run on an empty trajectory so a bad parameter fails at start-up, not at the first training step.
+        spec.fn("", **{c: [] if c != "answer" else "" for c in spec.columns}, **params)
+        return RewardFunction(spec, params, name=metric_name, tasks=tasks, components=components)
+    if "." in name or ":" in name:
+        if components or tasks is not None:
+            raise ValueError("components= and tasks= apply to registered rewards only")
+        fn = _import(name)
+        if not callable(fn):
+            raise ValueError(f"{name!r} is not callable")
+        return _NamedCallable(fn, params, metric_name or getattr(fn, "__name__", name.rsplit(".", 1)[-1]))
+    raise ValueError(
+        f"unknown reward {name!r}; expected one of {', '.join(list_rewards())} "
+        f"or a dotted import path such as 'my_pkg.rewards:my_reward'"
+    )
+
+
+_TRAJECTORY = dict(columns=("targets",), optional=("times",))
+register_reward(
+    RewardSpec(
+        "accident", accident_reward, **_TRAJECTORY, tasks=frozenset({"accident"}), params=("signal", "alpha", "lam")
+    )
+)
+register_reward(
+    RewardSpec("count", count_reward, **_TRAJECTORY, tasks=frozenset({"atomic", "event_type"}), params=("alpha",))
+)
+register_reward(
+    RewardSpec(
+        "compositional",
+        compositional_reward,
+        **_TRAJECTORY,
+        tasks=frozenset({"compositional"}),
+        params=("alpha", "lam"),
+    )
+)
+register_reward(
+    RewardSpec(
+        "intervention",
+        intervention_reward,
+        **_TRAJECTORY,
+        tasks=frozenset({"intervention"}),
+        params=("alpha", "content_scorer"),
+    )
+)
+register_reward(
+    RewardSpec(
+        "proactive_suggestion",
+        proactive_suggestion_reward,
+        columns=("options", "answer"),
+        optional=("valid_actions",),
+        params=("r_p",),
+    )
+)
+register_reward(RewardSpec("state_format", state_format_reward, optional=("times",)))

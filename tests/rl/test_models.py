@@ -1,0 +1,197 @@
+"""Tiny models and checkpoint loading (issue 4, acceptance 4): forward on a multi-turn multi-frame chat, state
+tokens as single tokens, save/load with identical logits, state tokens added to a checkpoint without them."""
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForImageTextToText, AutoProcessor
+
+from proactive_rl.models import STATE_TOKENS, add_state_tokens, build_tiny, check_attn_implementation, load_model
+
+ARCHS = ["qwen2_5_vl", "qwen3_vl"]
+
+
+def _frames(n, size=64, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for _ in range(n)]
+
+
+def _chat(n_frames):
+    """A multi-turn chat written by hand (not through proactive_rl.chat): one user turn per frame."""
+    messages = [{"role": "system", "content": [{"type": "text", "text": "Watch and warn me."}]}]
+    for k in range(n_frames):
+        messages.append({"role": "user", "content": [{"type": "text", "text": f"<t={k}.0s>"}, {"type": "image"}]})
+        answer = "</Response> Warning" if k == n_frames - 1 else "</Silence>"
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
+    return messages
+
+
+def _inputs(processor, n_frames=4, seed=0):
+    text = processor.apply_chat_template(_chat(n_frames), tokenize=False)
+    return processor(text=[text], images=_frames(n_frames, seed=seed), return_tensors="pt")
+
+
+@pytest.fixture(scope="module", params=ARCHS)
+def tiny(request):
+    return build_tiny(request.param)
+
+
+def test_forward_multi_frame_multi_turn(tiny):
+    model, processor = tiny
+    inputs = _inputs(processor, n_frames=4)
+    # 64 px frames -> 4x4 patches -> 2x2 merged = 4 vision tokens per frame (xs).
+    assert inputs["image_grid_thw"].tolist() == [[1, 4, 4]] * 4
+    assert int((inputs["input_ids"] == processor.image_token_id).sum()) == 16
+    with torch.no_grad():
+        out = model(**inputs)
+    assert out.logits.shape == (1, inputs["input_ids"].shape[1], model.config.text_config.vocab_size)
+    assert torch.isfinite(out.logits).all()
+
+
+def test_state_tokens_are_single_special_tokens(tiny):
+    _, processor = tiny
+    tok = processor.tokenizer
+    for token in STATE_TOKENS:
+        ids = tok(token, add_special_tokens=False)["input_ids"]
+        assert len(ids) == 1 and tok.convert_ids_to_tokens(ids) == [token]
+        assert token in tok.all_special_tokens
+    # Inside running text too, and the chat template keeps them intact.
+    ids = tok("x</Response> 3</Silence>", add_special_tokens=False)["input_ids"]
+    assert tok.convert_tokens_to_ids("</Response>") in ids and tok.convert_tokens_to_ids("</Silence>") in ids
+    text = processor.apply_chat_template(_chat(2), tokenize=False)
+    assert text.count("</Silence>") == 1 and text.count("</Response> Warning") == 1
+
+
+def test_image_tokens_per_frame_by_size():
+    _, processor = build_tiny("qwen2_5_vl", size="s")
+    inputs = _inputs(processor, n_frames=2)
+    assert inputs["image_grid_thw"].tolist() == [[1, 8, 8]] * 2  # 16 vision tokens per frame
+    # Any frame size lands on the same fixed grid (min = max pixels).
+    out = processor.image_processor(images=_frames(1, size=112), return_tensors="pt")
+    assert out["image_grid_thw"].tolist() == [[1, 8, 8]]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_save_load_identical_logits(arch, tmp_path):
+    model, processor = build_tiny(arch, seed=3)
+    model.save_pretrained(tmp_path)
+    processor.save_pretrained(tmp_path)
+    inputs = _inputs(processor, n_frames=3, seed=1)
+    with torch.no_grad():
+        reference = model(**inputs).logits
+    for loaded_model, loaded_processor in [
+        (AutoModelForImageTextToText.from_pretrained(tmp_path), AutoProcessor.from_pretrained(tmp_path)),
+        load_model(tmp_path),
+    ]:
+        assert type(loaded_processor) is type(processor) and type(loaded_model) is type(model)
+        again = _inputs(loaded_processor, n_frames=3, seed=1)
+        assert all(torch.equal(inputs[k], again[k]) for k in inputs)
+        with torch.no_grad():
+            assert torch.equal(loaded_model(**again).logits, reference)
+
+
+def test_deterministic_from_seed():
+    a, pa = build_tiny("qwen3_vl", seed=5)
+    state = torch.get_rng_state()
+    b, pb = build_tiny("qwen3_vl", seed=5)
+    assert torch.equal(torch.get_rng_state(), state), "build_tiny must not consume the caller's RNG"
+    c, _ = build_tiny("qwen3_vl", seed=6)
+    sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert not all(torch.equal(sa[k], sc[k]) for k in sa)
+    assert pa.tokenizer.get_vocab() == pb.tokenizer.get_vocab()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_one_training_step_runs(arch):
+    model, processor = build_tiny(arch)
+    model.train()
+    inputs = _inputs(processor, n_frames=8)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(3):
+        loss = model(**inputs, labels=inputs["input_ids"]).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+
+def test_unknown_arch_and_size():
+    with pytest.raises(ValueError, match="qwen2_5_vl, qwen3_vl"):
+        build_tiny("llava")
+    with pytest.raises(ValueError, match="xs, s"):
+        build_tiny("qwen3_vl", size="xl")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_load_model_adds_state_tokens_and_they_persist(arch, tmp_path):
+    model, processor = build_tiny(arch, state_tokens=False)
+    tok = processor.tokenizer
+    assert len(tok("</Silence>", add_special_tokens=False)["input_ids"]) > 1
+    old_len, rows = len(tok), model.get_input_embeddings().weight.shape[0]
+    sample = "Tell me each time a red circle appears.<|im_end|>"
+    before = tok(sample, add_special_tokens=False)["input_ids"]
+    model.save_pretrained(tmp_path / "base")
+    processor.save_pretrained(tmp_path / "base")
+
+    loaded, loaded_processor = load_model(tmp_path / "base")
+    tok = loaded_processor.tokenizer
+    ids = [tok.convert_tokens_to_ids(t) for t in STATE_TOKENS]
+    assert ids == [old_len, old_len + 1]
+    assert [tok(t, add_special_tokens=False)["input_ids"] for t in STATE_TOKENS] == [[i] for i in ids]
+    assert tok(sample, add_special_tokens=False)["input_ids"] == before  # existing ids untouched
+    assert sorted(tok.get_vocab().values()) == list(range(old_len + 2))
+    # The checkpoint had spare rows: no resize, the new rows start at the mean of the vocabulary's rows.
+    weight = loaded.get_input_embeddings().weight
+    assert weight.shape[0] == rows
+    expected = torch.stack([weight[i] for i in range(old_len)]).mean(0)
+    assert torch.allclose(weight[ids[0]], expected, atol=1e-6) and torch.allclose(weight[ids[1]], expected, atol=1e-6)
+
+    loaded.save_pretrained(tmp_path / "sft")
+    loaded_processor.save_pretrained(tmp_path / "sft")
+    again, again_processor = load_model(tmp_path / "sft", state_tokens=False)
+    assert [again_processor.tokenizer.convert_tokens_to_ids(t) for t in STATE_TOKENS] == ids
+    assert all(t in again_processor.tokenizer.all_special_tokens for t in STATE_TOKENS)
+    assert torch.equal(again.get_input_embeddings().weight, weight)
+    assert add_state_tokens(again, again_processor) == dict(zip(STATE_TOKENS, ids))  # idempotent
+    assert len(again_processor.tokenizer) == old_len + 2
+
+
+def test_add_state_tokens_resizes_when_no_spare_rows():
+    model, processor = build_tiny("qwen2_5_vl", state_tokens=False)
+    n = len(processor.tokenizer)
+    model.resize_token_embeddings(n)
+    ids = add_state_tokens(model, processor)
+    assert ids == {"</Silence>": n, "</Response>": n + 1}
+    assert model.get_input_embeddings().weight.shape[0] >= n + 2
+    assert model.config.text_config.vocab_size == model.get_input_embeddings().weight.shape[0]
+    inputs = _inputs(processor, n_frames=2)
+    with torch.no_grad():
+        assert torch.isfinite(model(**inputs).logits).all()
+
+
+def test_load_model_dtype_and_attention(tmp_path):
+    model, processor = build_tiny("qwen3_vl")
+    model.save_pretrained(tmp_path)
+    processor.save_pretrained(tmp_path)
+    loaded, _ = load_model(tmp_path, torch_dtype="bfloat16", attn_implementation="eager")
+    assert loaded.dtype == torch.bfloat16 and loaded.config._attn_implementation == "eager"
+    loaded, _ = load_model(tmp_path)
+    assert loaded.config._attn_implementation == "sdpa"
+    with pytest.raises(ValueError, match="expected one of"):
+        load_model(tmp_path, dtype="float8")
+    with pytest.raises(ValueError, match="expected one of sdpa"):
+        load_model(tmp_path, attn_implementation="fast")
+    with pytest.raises(FileNotFoundError, match="no model directory"):
+        load_model(tmp_path / "missing")
+
+
+def test_flash_attention_missing_is_a_clear_error():
+    from transformers.utils import is_flash_attn_2_available
+
+    if is_flash_attn_2_available():
+        pytest.skip("flash-attn is installed here")
+    with pytest.raises(ImportError, match="flash-attn"):
+        check_attn_implementation("flash_attention_2")

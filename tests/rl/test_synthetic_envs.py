@@ -1,0 +1,112 @@
+"""Synthetic ask-for-help MCQA environments (SPEC §6; issue 4, acc. 2)."""
+
+import numpy as np
+import pytest
+
+from proactive_eval.environments import MCQAEnvironment, proactivebench_summary, run_environment
+from proactive_rl.synthetic import KINDS, abstain_policy, make_environments, oracle_policy
+from proactive_rl.synthetic.environments import ABSTAIN
+
+N = 12
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def envs(request):
+    return make_environments(request.param, N, seed=7)
+
+
+def test_environments_follow_the_protocol_and_the_option_layout(envs):
+    for env in envs:
+        assert isinstance(env, MCQAEnvironment)
+        obs = env.reset()
+        assert obs.step == 0 and obs.image.dtype == np.uint8 and obs.image.shape == (64, 64, 3)
+        # Actions (with exactly one abstain option) are lettered first, then four categories, one of them right.
+        assert obs.options == env.options + env.categories
+        assert sum(o in ABSTAIN for o in env.options) == 1
+        assert len(env.categories) == 4 and env.categories.count(env.answer) == 1
+        assert obs.valid_actions and set(obs.valid_actions) <= set(env.options) - set(ABSTAIN)
+        assert env.steps_needed >= 1 and env.max_steps > env.steps_needed
+
+
+def test_oracle_reaches_100_acc_with_ps_equal_to_the_steps_needed(envs):
+    outcomes = [run_environment(env, oracle_policy(env)) for env in envs]
+    summary = proactivebench_summary(outcomes)
+    assert summary["acc"] == 100.0
+    assert summary["ps"] == pytest.approx(np.mean([env.steps_needed for env in envs]))
+    for env, outcome in zip(envs, outcomes):
+        assert outcome.outcomes == ["proactive"] * env.steps_needed + ["correct"]
+
+
+def test_always_abstain_scores_0(envs):
+    summary = proactivebench_summary([run_environment(env, abstain_policy) for env in envs])
+    assert summary["acc"] == 0.0 and summary["ps"] == 0.0
+
+
+def test_letters_work_like_full_answers_and_wrong_answers_fail():
+    env = make_environments("sketch", 1, seed=1)[0]
+    obs = env.reset()
+    action = obs.valid_actions[0]
+    letter = chr(ord("A") + obs.options.index(action))
+    assert env.step(f"{letter}.").outcome == "proactive"
+    wrong = next(c for c in env.categories if c != env.answer)
+    result = env.step(wrong)
+    assert (result.outcome, result.done, result.observation) == ("fail", True, None)
+    env.reset()
+    assert env.step("banana").outcome == "fail"
+    env.reset()
+    right = chr(ord("A") + obs.options.index(env.answer))
+    assert env.step(right).outcome == "correct"  # a right category is accepted at any step (QuickDraw)
+
+
+def test_occlusion_first_frame_category_is_wrong_and_moves_wrap_around():
+    env = make_environments("occlusion", 1, seed=2)[0]
+    env.reset()
+    assert env.step(env.answer).outcome == "fail"  # ROD: the first frame is fully occluded
+    obs = env.reset()
+    left = next(a for a in obs.valid_actions if "left" in a)
+    images = [obs.image]
+    for _ in range(len(env.images)):
+        result = env.step(left)
+        if result.done:
+            break
+        images.append(result.observation.image)
+    # Circular: after num_images - 1 moves the sequence has visited every image once.
+    assert len({im.tobytes() for im in images}) == len(env.images)
+
+
+def test_corruption_offers_four_quality_fixes_but_only_one_is_valid():
+    for env in make_environments("corruption", 8, seed=3):
+        obs = env.reset()
+        fixes = [o for o in obs.options[: len(env.options)] if o not in ABSTAIN]
+        assert len(fixes) == 4 and len(obs.valid_actions) == 1
+        wrong_fix = next(f for f in fixes if f not in obs.valid_actions)
+        assert env.step(wrong_fix).outcome == "fail"
+        # Each valid request removes one level: the last image is the clean one and stops accepting the fix.
+        env.reset()
+        for _ in range(env.steps_needed):
+            result = env.step(obs.valid_actions[0])
+        assert result.observation.valid_actions == []
+        assert np.array_equal(result.observation.image, env.images[0])
+
+
+def test_first_images_hide_the_answer_and_reference_images_show_it():
+    # The first image is (nearly) uninformative, the reference one differs from it.
+    for kind in KINDS:
+        for env in make_environments(kind, 4, seed=5):
+            assert not np.array_equal(env.images[env.first_image], env.images[env.reference_image])
+
+
+def test_same_seed_same_environments():
+    for kind in KINDS:
+        a, b = make_environments(kind, 3, seed=9), make_environments(kind, 3, seed=9)
+        for x, y in zip(a, b):
+            assert (x.id, x.prompt, x.options, x.categories, x.answer) == (
+                y.id,
+                y.prompt,
+                y.options,
+                y.categories,
+                y.answer,
+            )
+            assert all(np.array_equal(i, j) for i, j in zip(x.images, y.images))
+    with pytest.raises(ValueError, match="occlusion"):
+        make_environments("nope", 1)
