@@ -209,8 +209,9 @@ class ProactiveBenchEnvironment:
         self.answer = self.record.answer
         self.num_images = self.record.num_images
         extra = self.record.extra
-        self.step_size = int(extra.get("step_size", 1))
-        self.max_steps = int(extra["max_steps"] if self.dataset == "CIT" else self.num_images)
+        # Only ChangeIt jumps by step_size and has its own max_steps (validated by parse_record for CIT).
+        self.step_size = extra["step_size"] if self.dataset == "CIT" else 1
+        self.max_steps = extra["max_steps"] if self.dataset == "CIT" else self.num_images
         parts = [self.rule.pre_prompt, self.record.prompt, self.rule.hint if hint else ""]
         self.prompt = " ".join(p for p in parts if p)
         if self.dataset == "IN-C" and "quality_answer" in extra:

@@ -4,6 +4,7 @@ import json
 import re
 
 import pytest
+
 from proactive_eval import load_episodes
 from proactive_eval.cli import main
 from proactive_eval.predictions import load_predictions

@@ -5,6 +5,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from proactive_eval import Episode
 from proactive_eval.metrics import pauc_turn, score_pauc
 from proactive_rewards import Target

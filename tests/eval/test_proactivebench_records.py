@@ -152,3 +152,14 @@ def test_environment_accepts_a_validated_record_and_walks_imagenet_c_from_level_
     # levels 5 -> 4 -> 3 -> 2 -> 1; the fifth turn is the last step, where a denoise is no longer valid.
     assert paths == [str(tmp_path / f"c/{level}.JPEG") for level in (5, 4, 3, 2, 1)]
     assert (env.step("A").outcome, env.done) == ("fail", True)
+
+
+def test_a_saved_copy_keeps_the_dataset_rules(tmp_path):
+    from proactive_eval.formats import save_proactivebench
+
+    vsod = authors(7, image_template="v/{image}.jpg", first_image=12, num_images=40)
+    (rec,) = load_proactivebench(write(tmp_path, "OcclusionDataSet-MM20_preprocessed.jsonl", vsod))
+    save_proactivebench(tmp_path / "copy.jsonl", [rec])  # the file name no longer names the dataset
+    (copy,) = load_proactivebench(tmp_path / "copy.jsonl")
+    assert copy.rule == "VSOD" and copy.image_path(12) == tmp_path / "v/0012.jpg"
+    assert copy.to_dict() == rec.to_dict() == dict(vsod, id="7", dataset_rule="VSOD")

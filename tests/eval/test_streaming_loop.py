@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from proactive_eval.episodes import Episode, UserTurn
 from proactive_eval.streaming import ScriptedPolicy, SilentPolicy, run_episode, run_streaming
 from proactive_rewards import Response, Target
@@ -172,6 +173,7 @@ def test_openai_policy_against_the_fake_server(tmp_path):
 
     from fake_openai import FakeOpenAI  # tests/eval is on sys.path (rootdir-relative imports)
     from PIL import Image
+
     from proactive_eval.openai_policy import OpenAIChatPolicy
 
     def answer(messages):

@@ -81,7 +81,7 @@ class ProactiveBenchRecord:
     """One validated ProactiveBench record (see the module docstring).
 
     ``rule`` is the ProactiveBench dataset acronym whose rules the record was checked against (``ROD``, ``VSOD``,
-    ``MVP-N``, ``IN-C``, ``QD``, ``CIT``, ``COCO``), or `None` when unknown; it is not written back.
+    ``MVP-N``, ``IN-C``, ``QD``, ``CIT``, ``COCO``), or `None` when unknown.
     """
 
     id: str
@@ -114,8 +114,11 @@ class ProactiveBenchRecord:
         return self.image_path(self.reference_image, informative=True)  # the authors' reference view is informative
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON record; a known `rule` is written as ``dataset_rule`` so a saved copy keeps it."""
         out = {name: getattr(self, name) for name in FIELDS}
         out.update(self.extra)
+        if self.rule is not None and _rule(out.get("dataset_rule")) is None and _rule(out.get("dataset")) != self.rule:
+            out["dataset_rule"] = self.rule
         return out
 
     def _resolve(self, name: str) -> Path:
