@@ -1,0 +1,147 @@
+"""`ProactiveSFTTrainer`: TRL's `SFTTrainer` with the SPEC §3 focal + frequency-balanced loss.
+
+Pinned versions: **trl 1.16.0, transformers 5.24.0**. This module is the only place that leans on
+Trainer internals, and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails loudly if they
+change:
+
+- ``Trainer.get_batch_samples(epoch_iterator, num_batches, device) -> (batches, num_items_in_batch)`` is called
+  once per optimizer step by ``_inner_training_loop`` with all the micro-batches of the step. We override it to
+  count ``|V|`` and the state-token classes ``n_y`` over those micro-batches and all-reduce them over ranks, so the
+  loss of every micro-batch is normalised by the counts of the global batch (SPEC §3).
+- ``Trainer.loss_is_scaled_for_ga = True`` tells ``training_step`` not to divide by the accumulation steps again
+  (and under DeepSpeed the Trainer passes ``scale_wrt_gas=False``).
+- ``Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)`` loads ``model.safetensors`` with a raw
+  ``load_state_dict``, but ``save_pretrained`` writes Qwen-VL weights in the hub's original key layout
+  (``visual.*``, ``model.layers.*``), so a resume would silently keep the *initial* weights. We load the checkpoint
+  through ``from_pretrained`` (which maps the keys) and copy the weights in. PEFT, FSDP and DeepSpeed checkpoints
+  take their own paths and are left to the Trainer.
+- ``transformers.integrations.deepspeed._hf_deepspeed_config_weak_ref`` is read (and the public
+  ``unset_/set_hf_deepspeed_config`` used) by :func:`build_unpartitioned` to build a tiny model outside ZeRO-3 init.
+- DDP and DeepSpeed average gradients over ranks, so the returned loss is multiplied by the world size (as
+  ``Trainer.compute_loss`` does with ``average_tokens_across_devices``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from trl import SFTTrainer
+
+from proactive_rl.sft.loss import focal_state_loss, state_token_counts, summarize_stats
+
+STATE_CLASS_NAMES = ("silence", "response")
+
+
+class ProactiveSFTTrainer(SFTTrainer):
+    """SFT on state-token dialogues with the focal + frequency-balanced loss (SPEC §3).
+
+    Args:
+        state_token_ids (`list[int]`): ids of ``</Silence>`` and ``</Response>``, in that order.
+        *args, **kwargs: as `trl.SFTTrainer`; ``args`` is a `ProactiveSFTConfig` (``focal_gamma``,
+            ``state_balance``), ``data_collator`` renders episodes (`proactive_rl.data.EpisodeCollator`).
+    """
+
+    # our loss is already normalised by the global count of supervised tokens of the optimizer step
+    loss_is_scaled_for_ga = True
+
+    def __init__(self, *args, state_token_ids: list[int], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.state_token_ids = list(state_token_ids)
+        self._step_counts: torch.Tensor | None = None
+        self._stat_sums = {"train": None, "eval": None}
+
+    # --- Trainer internals (transformers 5.24.0), see the module docstring -------------------------------------
+    def get_batch_samples(self, epoch_iterator: Iterator, num_batches: int, device: torch.device):
+        batches = []
+        for _ in range(num_batches):
+            try:
+                batches.append(next(epoch_iterator))
+            except StopIteration:
+                break
+        counts = state_token_counts([b["labels"][..., 1:] for b in batches], self.state_token_ids)
+        self._step_counts = self._all_reduce(counts)
+        return batches, self._step_counts[0].clone().to(device)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
+        import os
+
+        from transformers.utils import SAFE_WEIGHTS_NAME
+
+        target = self.accelerator.unwrap_model(model if model is not None else self.model)
+        plain = os.path.isfile(os.path.join(resume_from_checkpoint, SAFE_WEIGHTS_NAME))
+        if not plain or self.is_fsdp_enabled or self.is_deepspeed_enabled or hasattr(target, "peft_config"):
+            return super()._load_from_checkpoint(resume_from_checkpoint, model)
+        dtype = next(target.parameters()).dtype
+        loaded = type(target).from_pretrained(resume_from_checkpoint, dtype=dtype)
+        missing, unexpected = target.load_state_dict(loaded.state_dict(), strict=False)
+        if unexpected or [k for k in missing if k not in getattr(target, "_tied_weights_keys", {}) or {}]:
+            raise RuntimeError(
+                f"{resume_from_checkpoint}: checkpoint does not match the model (missing {missing[:5]}, "
+                f"unexpected {unexpected[:5]})"
+            )
+
+    # --- loss ----------------------------------------------------------------------------------------------------
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        mode = "train" if model.training else "eval"
+        labels = inputs["labels"]
+        shift_labels = labels[:, 1:]
+        # logits only where some row has a supervised next token: the full (batch, seq, vocab) tensor of a
+        # long video dialogue would not fit
+        keep = (shift_labels != -100).any(0).nonzero().squeeze(-1)
+        model_inputs = {k: v for k, v in inputs.items() if k != "labels"}
+        outputs = model(**model_inputs, use_cache=False, logits_to_keep=keep)
+        logits = outputs.logits
+        target = shift_labels[:, keep]
+
+        counts = self._step_counts if (mode == "train" and num_items_in_batch is not None) else None
+        if counts is None:
+            counts = self._all_reduce(state_token_counts(target, self.state_token_ids))
+        out = focal_state_loss(
+            logits,
+            target,
+            self.state_token_ids,
+            gamma=self.args.focal_gamma,
+            balance=self.args.state_balance,
+            counts=counts,
+        )
+        loss = out.loss * self.accelerator.num_processes
+        sums = self._stat_sums[mode]
+        self._stat_sums[mode] = out.stats.detach().cpu() if sums is None else sums + out.stats.detach().cpu()
+        return (loss, outputs) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        mode = "train" if self.model.training else "eval"
+        sums = self._stat_sums[mode]
+        if sums is not None:
+            metrics = summarize_stats(self._all_reduce(sums), list(STATE_CLASS_NAMES))
+            prefix = "eval_" if mode == "eval" else ""
+            logs.update({prefix + k: round(v, 6) for k, v in metrics.items()})
+            self._stat_sums[mode] = None
+        # SFTTrainer.log adds its own (empty here) metrics and forwards to Trainer.log
+        super().log(logs, start_time)
+
+    def _all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.accelerator.num_processes == 1:
+            return tensor
+        dtype = tensor.dtype
+        device = self.accelerator.device
+        return self.accelerator.reduce(tensor.to(device), reduction="sum").to(dtype).cpu()
+
+
+def build_unpartitioned(build, *args):
+    """Build a tiny model outside ``deepspeed.zero.Init``: ZeRO-3 partitions it at wrap time instead.
+
+    A model built from a config under ZeRO-3 init is partitioned before its weights are initialised, which the
+    Qwen-VL initialisers do not support; a tiny model fits everywhere, so it is built whole.
+    """
+    from transformers.integrations import deepspeed as hf_ds
+
+    config = hf_ds._hf_deepspeed_config_weak_ref() if hf_ds._hf_deepspeed_config_weak_ref else None
+    if config is None:
+        return build(*args)
+    hf_ds.unset_hf_deepspeed_config()
+    try:
+        return build(*args)
+    finally:
+        hf_ds.set_hf_deepspeed_config(config)

@@ -1,0 +1,195 @@
+"""ProactiveSFTTrainer: accumulation invariance (acceptance 2), resume (acceptance 4), Trainer internals, options."""
+
+import inspect
+
+import pytest
+import torch
+from sft_fixtures import tiny, toy_examples
+from transformers import Trainer, TrainerCallback
+
+from proactive_rl.config import ProactiveSFTConfig
+from proactive_rl.data import EpisodeCollator, PreparedData, as_hf_dataset
+from proactive_rl.sft.trainer import ProactiveSFTTrainer
+from proactive_rl.train import freeze_vision_tower, state_token_ids
+
+
+class GradCatcher(TrainerCallback):
+    def __init__(self, model):
+        self.model, self.grads = model, []
+
+    def on_pre_optimizer_step(self, args, state, control, **kw):
+        self.grads.append({n: p.grad.detach().clone() for n, p in self.model.named_parameters() if p.grad is not None})
+
+
+class StopAt(TrainerCallback):
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kw):
+        if state.global_step >= self.step:
+            control.should_training_stop = True
+
+
+def make_trainer(tmp_path, examples, processor, model, **overrides):
+    config = dict(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=1,
+        max_steps=1,
+        learning_rate=1e-3,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        bf16=False,
+        use_cpu=True,
+        gradient_checkpointing=False,
+        max_grad_norm=0.0,
+        seed=0,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    config.update(overrides)
+    data = PreparedData(examples, [type("E", (), {"id": str(i)})() for i in range(len(examples))])
+    return ProactiveSFTTrainer(
+        model=model,
+        args=ProactiveSFTConfig(**config),
+        train_dataset=as_hf_dataset(data),
+        data_collator=EpisodeCollator(examples, processor.tokenizer.pad_token_id),
+        processing_class=processor,
+        state_token_ids=state_token_ids(processor),
+    )
+
+
+def losses(trainer):
+    return [h["loss"] for h in trainer.state.log_history if "loss" in h]
+
+
+@pytest.fixture(scope="module")
+def toy():
+    _, processor = tiny()
+    return processor, toy_examples(processor, 8, seed=1)
+
+
+def test_accumulation_invariance(tmp_path, toy):
+    """bs 1 × accumulation 4 == bs 4 × accumulation 1: loss and gradients within 1e-5 (fp32, CPU)."""
+    processor, examples = toy
+    runs = {}
+    for bs, acc in [(1, 4), (4, 1)]:
+        model, _ = tiny()
+        catcher = GradCatcher(model)
+        trainer = make_trainer(
+            tmp_path / f"{bs}x{acc}",
+            examples,
+            processor,
+            model,
+            per_device_train_batch_size=bs,
+            gradient_accumulation_steps=acc,
+        )
+        trainer.add_callback(catcher)
+        trainer.train()
+        runs[bs] = (losses(trainer)[0], catcher.grads[0], trainer.state.log_history[0])
+    (l1, g1, log1), (l4, g4, _) = runs[1], runs[4]
+    assert l1 == pytest.approx(l4, abs=1e-5)
+    assert g1.keys() == g4.keys() and g1
+    for name in g1:
+        assert torch.allclose(g1[name], g4[name], atol=1e-5, rtol=0), name
+    for key in ("silence_accuracy", "response_recall", "response_precision", "focal_weight", "token_accuracy"):
+        assert key in log1
+
+
+def test_loss_is_the_spec_loss_of_the_global_batch(tmp_path, toy):
+    """The logged step loss equals SPEC §3 computed by hand on one forward pass over the step's 4 dialogues."""
+    from proactive_rl.sft.loss import focal_state_loss
+
+    processor, examples = toy
+    examples = examples[:4]  # one optimizer step (2 x accumulation 2) sees all of them, in whatever order
+    model, _ = tiny()
+    trainer = make_trainer(
+        tmp_path, examples, processor, model, per_device_train_batch_size=2, gradient_accumulation_steps=2
+    )
+    ref_model, _ = tiny()
+    batch = EpisodeCollator(examples, processor.tokenizer.pad_token_id)([{"index": i} for i in range(4)])
+    with torch.no_grad():
+        logits = ref_model(**{k: v for k, v in batch.items() if k != "labels"}).logits[:, :-1]
+    ref = focal_state_loss(logits, batch["labels"][:, 1:], state_token_ids(processor), gamma=2.0).loss.item()
+    trainer.train()
+    assert losses(trainer)[0] == pytest.approx(ref, abs=1e-5)
+
+
+def test_resume_equivalence(tmp_path, toy):
+    """4 steps straight == 2 steps, save, resume, 2 steps: same losses (≤ 1e-6) and same final weights."""
+    processor, examples = toy
+    common = dict(max_steps=4, per_device_train_batch_size=2, save_strategy="steps", save_steps=2)
+    model, _ = tiny()
+    straight = make_trainer(tmp_path / "a", examples, processor, model, **common)
+    straight.train()
+    model_a = straight.model
+
+    model, _ = tiny()
+    first = make_trainer(tmp_path / "b", examples, processor, model, **common)
+    first.add_callback(StopAt(2))  # an interrupted 4-step run (same schedule), not a 2-step one
+    first.train()
+    model, _ = tiny()
+    resumed = make_trainer(tmp_path / "b", examples, processor, model, **common)
+    resumed.train(resume_from_checkpoint=str(tmp_path / "b" / "checkpoint-2"))
+
+    got = losses(first) + losses(resumed)[-2:]
+    assert len(losses(straight)) == 4 and len(got) == 4
+    for a, b in zip(losses(straight), got):
+        assert a == pytest.approx(b, abs=1e-6)
+    for (name, pa), (_, pb) in zip(model_a.named_parameters(), resumed.model.named_parameters()):
+        assert torch.allclose(pa, pb, atol=1e-6, rtol=0), name
+
+
+def test_trainer_internals_still_there():
+    """Fails loudly when transformers changes what ProactiveSFTTrainer overrides (pinned: transformers 5.24.0)."""
+    sig = inspect.signature(Trainer.get_batch_samples)
+    assert list(sig.parameters) == ["self", "epoch_iterator", "num_batches", "device"], sig
+    import transformers.trainer
+
+    loop = inspect.getsource(transformers.trainer)  # the training loop is split over several methods
+    assert "self.get_batch_samples(epoch_iterator, num_batches" in loop
+    assert "self.training_step(model, inputs, num_items_in_batch)" in loop
+    step = inspect.getsource(Trainer.training_step)
+    assert "loss_is_scaled_for_ga" in step and "scale_wrt_gas" in step
+    assert hasattr(Trainer, "loss_is_scaled_for_ga")
+    assert "num_items_in_batch" in inspect.signature(Trainer.compute_loss).parameters
+
+
+def test_freeze_vision_tower_keeps_merger_trainable():
+    model, _ = tiny()
+    assert freeze_vision_tower(model) > 0
+    visual = dict(model.model.visual.named_parameters())
+    assert all(p.requires_grad == ("merger" in n) for n, p in visual.items())
+    assert all(p.requires_grad for p in model.model.language_model.parameters())
+
+
+def test_flash_attention_missing_is_a_clear_error():
+    from transformers.utils import is_flash_attn_2_available
+    from trl import ModelConfig
+
+    from proactive_rl.train import load_for_training
+
+    if is_flash_attn_2_available():
+        pytest.skip("flash-attn is installed here")
+    with pytest.raises(ImportError, match="flash-attn"):
+        load_for_training(
+            ModelConfig(model_name_or_path="tiny:qwen2_5_vl:xs", attn_implementation="flash_attention_2")
+        )
+
+
+def test_checkpoint_loader_still_there():
+    """`_load_from_checkpoint` is overridden (transformers 5.24.0 loads Qwen-VL checkpoints with unmapped keys)."""
+    sig = inspect.signature(Trainer._load_from_checkpoint)
+    assert list(sig.parameters) == ["self", "resume_from_checkpoint", "model"], sig
+    import transformers.trainer
+
+    assert "self._load_from_checkpoint(resume_from_checkpoint" in inspect.getsource(transformers.trainer)
+
+
+def test_deepspeed_config_ref_still_there():
+    """`build_unpartitioned` reads transformers' private ZeRO-3 config reference (pinned: transformers 5.24.0)."""
+    from transformers.integrations import deepspeed as hf_ds
+
+    assert hasattr(hf_ds, "_hf_deepspeed_config_weak_ref")
+    assert callable(hf_ds.set_hf_deepspeed_config) and callable(hf_ds.unset_hf_deepspeed_config)
