@@ -1,0 +1,288 @@
+"""Single-turn proactive-suggestion GRPO: environment rows, recipes, backend gating, reward wiring, a real step."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from proactive_rl.grpo.mcqa_data import environment_rows, proactivebench_environments, rows_to_dataset
+from proactive_rl.synthetic.environments import SequenceEnvironment, make_environments
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = sorted([ROOT / "recipes/tiny/grpo_suggestion.yaml", *(ROOT / "recipes/proactivebench").glob("*.yaml")])
+
+
+def frames(n):
+    return [np.full((8, 8, 3), 10 * i, np.uint8) for i in range(n)]
+
+
+def sketch_env(**kw):
+    """A hand-made 3-image sequence: one forward move per turn, the object recognisable on the last image."""
+    args = dict(
+        id="e0",
+        dataset="synthetic_sketch",
+        kind="sketch",
+        images=frames(3),
+        prompt="What is drawn?",
+        options=["I do not know.", "Add more details."],
+        categories=["cat", "dog", "cow", "hen"],
+        answer="dog",
+        moves={"Add more details.": 1},
+        first_image=0,
+        reference_image=2,
+        steps_needed=2,
+        max_steps=3,
+    )
+    return SequenceEnvironment(**{**args, **kw})
+
+
+# --- rows ------------------------------------------------------------------------------------------------
+
+
+def test_rows_walk_every_state_to_the_informative_image():
+    rows = environment_rows(sketch_env())
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    assert [int(r["image"][0, 0, 0]) for r in rows] == [0, 10, 20]
+    assert [r["valid_actions"] for r in rows] == [["Add more details."], ["Add more details."], []]
+    assert all(r["answer"] == "dog" for r in rows)
+    assert rows[0]["options"] == ["I do not know.", "Add more details.", "cat", "dog", "cow", "hen"]
+    assert rows[0]["prompt"] == [
+        {
+            "role": "user",
+            "content": "What is drawn? Choose from the following options. Options:\nA. I do not know.\n"
+            "B. Add more details.\nC. cat\nD. dog\nE. cow\nF. hen\n"
+            "Please only return one of the options without any other words.",
+        }
+    ]
+
+
+def test_rows_blank_the_answer_where_the_environment_rejects_a_category():
+    # ROD-style: a category only counts after one move (the first image is fully occluded).
+    env = sketch_env(category_from_move=1, circular=True, moves={"Add more details.": 1})
+    rows = environment_rows(env)
+    assert [r["answer"] for r in rows] == ["", "dog", "dog"]
+
+
+def test_rows_hint_and_max_states():
+    rows = environment_rows(sketch_env(hint="Hint: draw more."), max_states=2, hint=True)
+    assert len(rows) == 2
+    assert rows[0]["prompt"][0]["content"].startswith("What is drawn? Hint: draw more. Choose from")
+
+
+def test_rows_need_an_answer():
+    env = sketch_env()
+    env.answer = ""
+    with pytest.raises(ValueError, match="environment 'e0': needs an `answer`"):
+        environment_rows(env)
+
+
+def test_synthetic_rows_cover_each_environment_path():
+    for env in make_environments("zoom_out", 3, seed=5):
+        rows = environment_rows(env)
+        assert len(rows) == env.steps_needed + 1  # first image .. reference image
+        assert rows[-1]["valid_actions"] == [] or rows[-1]["answer"] == env.answer
+
+
+def test_rows_to_dataset_has_images_and_reward_columns():
+    ds = rows_to_dataset(environment_rows(sketch_env()))
+    assert ds.column_names == ["prompt", "image", "options", "answer", "valid_actions", "env_id", "dataset", "step"]
+    assert ds[0]["image"].size == (8, 8) and ds[2]["valid_actions"] == []
+    with pytest.raises(ValueError, match="no training rows"):
+        rows_to_dataset([])
+
+
+def test_proactivebench_jsonl_becomes_rows_with_lazy_image_paths(tmp_path):
+    from PIL import Image
+
+    for i in range(3):
+        Image.fromarray(np.full((4, 4, 3), 50 * i, np.uint8)).save(tmp_path / f"qd_{i:04d}.png")
+    record = {
+        "id": "qd1",
+        "image_template": "qd_{:04d}.png",
+        "first_image": 0,
+        "num_images": 3,
+        "prompt": "What is drawn?",
+        "options": ["Add more details to the drawing.", "I do not know."],
+        "categories": ["cat", "dog", "cow", "hen"],
+        "answer": 1,
+    }
+    path = tmp_path / "train.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    rows = environment_rows(proactivebench_environments(path, "QD")[0])
+    assert [Path(r["image"]).name for r in rows] == ["qd_0000.png", "qd_0001.png", "qd_0002.png"]
+    assert [r["valid_actions"] for r in rows] == [["Add more details to the drawing."]] * 2 + [[]]
+    assert {r["answer"] for r in rows} == {"dog"}
+    ds = rows_to_dataset(rows)
+    assert np.asarray(ds[1]["image"])[0, 0, 0] == 50  # decoded from the path
+    with pytest.raises(Exception, match="dataset"):
+        proactivebench_environments(path)  # no dataset given and none in the record
+
+
+# --- reward wiring ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("r_p", [0.5, 0.75, 1.0])
+def test_reward_on_rows_matches_the_paper_rule(r_p):
+    from proactive_rl.grpo.suggestion import SuggestionScriptArguments, build_rewards
+
+    args = SuggestionScriptArguments(environments=[{"source": "synthetic", "kind": "sketch", "num_envs": 1}], r_p=r_p)
+    (reward,) = build_rewards(args, num_generations=4)
+    assert reward.__name__ == "proactive_suggestion"
+    rows = environment_rows(sketch_env())
+    columns = {k: [rows[0][k]] * 4 for k in ("options", "answer", "valid_actions")}
+    # A = abstain, B = valid suggestion, D = the correct category, C = a wrong one (hand-scored, paper §5)
+    assert reward(completions=["A", "B", "D", "C"], prompts=["p"] * 4, **columns) == [0.0, r_p, 1.0, 0.0]
+    last = {k: [rows[2][k]] * 2 for k in ("options", "answer", "valid_actions")}
+    assert reward(completions=["B. Add more details.", "D. dog"], **last) == [0.0, 1.0]  # no move left
+
+
+def test_reward_returning_wrong_length_fails_naming_it_inside_grpo(monkeypatch):
+    from proactive_rl.grpo import suggestion
+    from proactive_rl.grpo.reward_guard import GuardedReward, RewardError
+
+    def broken(completions, **kw):
+        return [1.0]
+
+    monkeypatch.setattr(suggestion, "build_rewards", lambda a, g: [GuardedReward(broken)])
+    trainer = suggestion.build_trainer(*_tiny_args(max_steps=1))
+    with pytest.raises(RewardError, match=r"reward 'broken' returned 1 values for 4 completions"):
+        trainer.train()
+
+
+def torch_cuda():
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# --- configuration ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.name)
+def test_recipes_parse_and_document_every_field(recipe):
+    from proactive_rl.grpo.suggestion import make_parser
+
+    lines = recipe.read_text().splitlines()
+    assert lines[0].startswith("# ") and ("accelerate launch" in lines[0] or "python -m" in lines[0])
+    assert "proactive_rl.grpo.suggestion" in lines[0] and str(recipe.relative_to(ROOT)) in lines[0]
+    for i, line in enumerate(lines):
+        if re.match(r"^[a-z_]+:", line):
+            assert lines[i - 1].startswith("#"), f"{recipe.name}: field {line!r} has no comment above it"
+    # The GPU recipes ask for bf16, which TrainingArguments refuses on a CPU-only machine: override just that.
+    cpu = [] if "tiny" in recipe.parts or torch_cuda() else ["--bf16", "false", "--use_cpu", "true"]
+    script_args, training_args, model_args = make_parser().parse_args_and_config(["--config", str(recipe), *cpu])
+    assert script_args.trainer == "grpo_suggestion"
+    assert (model_args.lora_r, model_args.lora_alpha, model_args.lora_dropout) == (16, 16, 0.1)
+    assert sorted(model_args.lora_target_modules) == ["k_proj", "q_proj"]
+    if "proactivebench" in recipe.parts:  # ProactiveBench Table 5
+        assert training_args.learning_rate == 2e-5 and training_args.num_generations == 8
+        assert training_args.lr_scheduler_type == "cosine" and training_args.warmup_steps == 0
+        assert training_args.per_device_train_batch_size * 4 * training_args.gradient_accumulation_steps == 512
+        assert script_args.r_p == {"050": 0.5, "075": 0.75, "100": 1.0}[recipe.stem[-3:]]
+
+
+def test_bad_configuration_fails_at_start_up_naming_the_field():
+    from proactive_rl.grpo.suggestion import SuggestionScriptArguments
+
+    with pytest.raises(ValueError, match="environments: required"):
+        SuggestionScriptArguments()
+    with pytest.raises(ValueError, match=r"environments\[0\]\.kind: expected one of occlusion"):
+        SuggestionScriptArguments(environments=[{"source": "synthetic", "kind": "blur", "num_envs": 2}])
+    with pytest.raises(ValueError, match=r"environments\[0\]: unknown keys \['n'\]"):
+        SuggestionScriptArguments(environments=[{"source": "synthetic", "kind": "sketch", "n": 2}])
+    with pytest.raises(ValueError, match="generation_backend: expected one of"):
+        SuggestionScriptArguments(environments=["x.jsonl"], generation_backend="sglang")
+    with pytest.raises(ValueError, match="reward_on_error"):
+        SuggestionScriptArguments(environments=["x.jsonl"], reward_on_error="ignore")
+
+
+def test_vllm_gate_is_honest(monkeypatch):
+    from trl import GRPOConfig
+
+    from proactive_rl.grpo import suggestion
+
+    args = GRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to=[])
+    monkeypatch.setattr(suggestion, "vllm_status", lambda: (False, "no CUDA GPU is visible"))
+    assert suggestion.resolve_generation_backend("auto", args) == "transformers" and args.use_vllm is False
+    with pytest.raises(RuntimeError, match="generation_backend=vllm .* but no CUDA GPU is visible"):
+        suggestion.resolve_generation_backend("vllm", args)
+    args.use_vllm = True  # a recipe asking for vLLM on a machine without it fails instead of pretending
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        suggestion.resolve_generation_backend("auto", args)
+    monkeypatch.setattr(suggestion, "vllm_status", lambda: (True, "ok"))
+    args.use_vllm = False
+    assert suggestion.resolve_generation_backend("auto", args) == "vllm" and args.use_vllm is True
+    assert suggestion.resolve_generation_backend("transformers", args) == "transformers" and args.use_vllm is False
+
+
+def test_real_vllm_status_matches_this_machine():
+    import importlib.util
+
+    import torch
+
+    from proactive_rl.grpo.suggestion import vllm_status
+
+    expected = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+    assert vllm_status()[0] is expected
+
+
+# --- a real GRPO step on the tiny model --------------------------------------------------------------------
+
+
+def _tiny_args(**overrides):
+    from proactive_rl.grpo.suggestion import make_parser
+
+    argv = [
+        "--config",
+        str(ROOT / "recipes/tiny/grpo_suggestion.yaml"),
+        "--output_dir",
+        str(overrides.pop("out", "/tmp/t")),
+    ]
+    for k, v in {"per_device_train_batch_size": 4, "num_generations": 4, "logging_steps": 1, **overrides}.items():
+        argv += [f"--{k}", str(v)]
+    script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
+    script_args.environments = script_args.environments[:1]
+    script_args.environments[0].num_envs = 2
+    for src in script_args.eval_environments:
+        src.num_envs = 2
+    return script_args, training_args, model_args
+
+
+@pytest.mark.slow
+def test_tiny_grpo_with_lora_trains_and_evaluates(tmp_path):
+    import torch
+
+    from proactive_rl.grpo.suggestion import main
+
+    script_args, training_args, model_args = _tiny_args(max_steps=2, out=tmp_path, use_peft="true")
+    trainer = main(script_args, training_args, model_args)
+    assert trainer.generation_backend == "transformers"  # no vLLM on this machine, and it says so
+    lora_b = [p for n, p in trainer.model.named_parameters() if "lora_B" in n]
+    assert lora_b and any(torch.count_nonzero(p) > 0 for p in lora_b)  # B starts at 0: the step moved it
+    adapted = {re.search(r"(\w+)\.lora_A\.", n).group(1) for n, _ in trainer.model.named_parameters() if "lora_A" in n}
+    assert adapted == {"q_proj", "k_proj"}
+    logs = [h for h in trainer.state.log_history if "rewards/proactive_suggestion/mean" in h]
+    assert logs and all(0.0 <= h["rewards/proactive_suggestion/mean"] <= 1.0 for h in logs)
+    report = json.loads((tmp_path / "mcqa_eval.json").read_text())
+    assert report["after"]["n"] == 4 and 0 <= report["after"]["acc"] <= 100
+    assert (tmp_path / "adapter_config.json").exists()
+
+
+@pytest.mark.slow
+def test_skip_mode_logs_an_error_rate_and_trains_on(tmp_path, monkeypatch):
+    from proactive_rl.grpo import suggestion
+    from proactive_rl.grpo.reward_guard import GuardedReward
+
+    def flaky(completions, **kw):
+        raise ConnectionError("judge down")
+
+    monkeypatch.setattr(
+        suggestion, "build_rewards", lambda a, g: [GuardedReward(flaky, "skip", g, max_error_rate=1.0)]
+    )
+    script_args, training_args, model_args = _tiny_args(max_steps=1, out=tmp_path)
+    trainer = suggestion.build_trainer(script_args, training_args, model_args)
+    trainer.train()
+    logged = [h for h in trainer.state.log_history if "rewards/flaky/error_rate" in h]
+    assert logged and logged[0]["rewards/flaky/error_rate"] == 1.0
