@@ -1,0 +1,22 @@
+"""The streaming inference engine (SPEC §9): KV-cache sessions over Qwen-VL models and the HF streaming policy.
+
+- `StreamingSession`: append user turns, decode assistant turns, `fork(G)` for a GRPO group, `max_frames` eviction.
+- `HFStreamingPolicy`: a `proactive_eval` `StreamingPolicy` rendering turns with `proactive_rl.chat`.
+- `gathered_for_generation`: whole parameters for generation under ZeRO-3.
+"""
+
+from .policy import HFStreamingPolicy, gathered_for_generation
+from .rope import chunk_positions, find_vl_core
+from .sampling import SamplingParams, choose_tokens
+from .session import StreamingSession, TurnOutput
+
+__all__ = [
+    "HFStreamingPolicy",
+    "SamplingParams",
+    "StreamingSession",
+    "TurnOutput",
+    "choose_tokens",
+    "chunk_positions",
+    "find_vl_core",
+    "gathered_for_generation",
+]

@@ -1,0 +1,89 @@
+"""Sampling parameters and one token-choice step for the streaming engine (SPEC §9)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class SamplingParams:
+    """How one assistant turn is decoded.
+
+    Args:
+        max_new_tokens (`int`, *optional*, defaults to `32`): per-turn cap on content tokens. A turn that reaches it
+            is closed with the first stop token (forced, flagged in `TurnOutput.truncated`), so the dialogue stays
+            well formed.
+        do_sample (`bool`, *optional*, defaults to `False`): sample instead of greedy argmax.
+        temperature (`float`, *optional*, defaults to `1.0`): softmax temperature when sampling.
+        top_p (`float`, *optional*, defaults to `1.0`): nucleus mass kept when sampling (1.0 = off).
+        top_k (`int`, *optional*, defaults to `0`): keep the k most likely tokens when sampling (0 = off).
+        stop_token_ids (`list[int]`, *optional*): tokens that end a turn; defaults to the tokenizer's ``<|im_end|>``.
+        suppress_token_ids (`list[int]`, *optional*): never emitted; defaults to the vision placeholder tokens
+            (``<|vision_start|>``, ``<|vision_end|>``, ``<|image_pad|>``, ``<|video_pad|>``), which in generated text
+            would be mistaken for image slots when the session re-prefills, and the padding rows of the embedding
+            past the tokenizer's vocabulary (ids without text).
+        seed (`int`, *optional*): seeds the session's sampling generator at its first sampled turn (reproducible
+            rollouts); without it the seed is drawn from torch's global RNG.
+    """
+
+    max_new_tokens: int = 32
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    stop_token_ids: list[int] | None = None
+    suppress_token_ids: list[int] | None = None
+    seed: int | None = None
+
+    def __post_init__(self):
+        if self.max_new_tokens < 1:
+            raise ValueError(f"SamplingParams.max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.do_sample and not self.temperature > 0:
+            raise ValueError(f"SamplingParams.temperature must be > 0 when sampling, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"SamplingParams.top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"SamplingParams.top_k must be >= 0, got {self.top_k}")
+
+    @property
+    def logprob_temperature(self) -> float:
+        """The temperature the recorded log-probabilities use: TRL's GRPO scores ``logits / temperature``."""
+        return self.temperature if self.do_sample else 1.0
+
+
+def choose_tokens(
+    logits: torch.Tensor,
+    params: SamplingParams,
+    suppress: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pick one token per row of ``logits`` ``(B, V)``; return ``(tokens (B,), logprobs (B,))``.
+
+    The log-probability is that of the chosen token under ``log_softmax(logits / T)`` of the *unfiltered*
+    logits (T = `SamplingParams.logprob_temperature`), which is what a trainer recomputes; top-k/top-p and
+    suppression only restrict the choice.
+    """
+    logits = logits.float()
+    logprobs_all = torch.log_softmax(logits / params.logprob_temperature, dim=-1)
+    scores = logits.clone()
+    if suppress is not None and suppress.numel():
+        scores[:, suppress.to(scores.device)] = float("-inf")
+    if not params.do_sample:
+        tokens = scores.argmax(dim=-1)
+    else:
+        scores = scores / params.temperature
+        if params.top_k:
+            kth = torch.topk(scores, min(params.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        if params.top_p < 1.0:
+            sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
+            cum = torch.softmax(sorted_scores, dim=-1).cumsum(dim=-1)
+            # drop a token when the mass before it already reaches top_p (the most likely token always stays)
+            drop_sorted = (cum - torch.softmax(sorted_scores, dim=-1)) >= params.top_p
+            drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+            scores = scores.masked_fill(drop, float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        tokens = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return tokens, logprobs_all.gather(-1, tokens[:, None]).squeeze(-1)
