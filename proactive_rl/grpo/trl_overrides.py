@@ -1,0 +1,94 @@
+"""Every override of a TRL-internal method made by streaming GRPO, in one place. Written against TRL 1.16.0.
+
+`trl.GRPOTrainer` does the GRPO part (advantages, clipping, KL, loss types, logging); its public ``rollout_func``
+hook lets `StreamingGRPOTrainer` run multi-turn streaming rollouts instead of one ``generate`` call. Three private
+methods still need a change, because a streaming trajectory carries its frames *inside* the completion (a new frame
+turn before every policy turn), which TRL's single-turn multimodal path does not model:
+
+- ``_generate_and_score_completions``: after TRL scored the batch, attach the trajectory's frames
+  (``pixel_values``, ``image_grid_thw``, ``num_images``) and ``mm_token_type_ids`` over prompt + completion, so the
+  loss forward pass sees every frame (SPEC §8). TRL shuffles and splits these keys itself.
+- ``_get_per_token_logps_and_entropies``: inside TRL's own scoring of the fresh batch (old / reference log-probs)
+  the frames are not passed yet; supply them, and derive ``mm_token_type_ids`` from the ids (1 on image tokens),
+  which Qwen-VL needs for its 3-D rope positions.
+- ``_calculate_rewards``: TRL decodes completions with ``skip_special_tokens=True``, which deletes the state tokens
+  the rewards read; hand the rewards the policy's turns (one string per window step, state tokens kept) instead.
+
+`OVERRIDES` lists them with the parameters each relies on; ``tests/rl/test_grpo_streaming.py`` fails loudly if a
+TRL upgrade removes or re-signs one of them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+TRL_VERSION = "1.16.0"
+# name -> the parameters of TRL's method that the override relies on (checked by the tests against the installed TRL)
+OVERRIDES = {
+    "_generate_and_score_completions": ("self", "inputs"),
+    "_get_per_token_logps_and_entropies": (
+        "self",
+        "model",
+        "input_ids",
+        "attention_mask",
+        "logits_to_keep",
+        "batch_size",
+        "compute_entropy",
+        "pixel_values",
+        "image_grid_thw",
+        "num_images",
+        "mm_token_type_ids",
+    ),
+    "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),
+}
+
+
+class StreamingOverridesMixin:
+    """Mixed in before ``trl.GRPOTrainer``. The rollout function fills, per generation batch (row order):
+
+    - ``self._rollout_mm``: ``{"pixel_values", "image_grid_thw", "num_images"}`` of every row's frames;
+    - ``self._rollout_turns``: per row, the policy's turn at each window step.
+    """
+
+    _rollout_mm: dict | None = None
+    _rollout_turns: list[list[str]] | None = None
+
+    def _generate_and_score_completions(self, inputs):
+        try:
+            output = super()._generate_and_score_completions(inputs)
+            mm = self._rollout_mm
+            if mm is None:
+                raise RuntimeError("the streaming rollout did not record its frames; was rollout_func replaced?")
+            ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+            output.update(mm)
+            output["mm_token_type_ids"] = self._mm_token_types(ids)
+            return output
+        finally:
+            self._rollout_mm, self._rollout_turns = None, None
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        mm = self._rollout_mm
+        if kwargs.get("pixel_values") is None and mm is not None and len(mm["num_images"]) == input_ids.size(0):
+            kwargs.update(mm)  # TRL scoring the fresh generation batch (rows in rollout order)
+        if kwargs.get("mm_token_type_ids") is None:
+            kwargs["mm_token_type_ids"] = self._mm_token_types(input_ids)
+        return super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+        )
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        turns = self._rollout_turns
+        if turns is None or len(turns) != len(completions):
+            raise RuntimeError(
+                f"streaming GRPO: {0 if turns is None else len(turns)} rollout turn lists for {len(completions)} "
+                "completions; the rewards would score the wrong text"
+            )
+        return super()._calculate_rewards(inputs, prompts, turns, completion_ids_list)
+
+    def _mm_token_types(self, input_ids: torch.Tensor) -> torch.Tensor:
+        config = self.model.config
+        types = (input_ids == config.image_token_id).long()
+        video = getattr(config, "video_token_id", None)
+        if video is not None:
+            types = types + 2 * (input_ids == video).long()
+        return types
