@@ -45,19 +45,26 @@ def test_launch_configs(path):
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_recipes_parse(path, tmp_path):
+def test_training_recipes_parse_with_their_trainer(path, tmp_path):
+    """Each training recipe goes through the TrlParser of the trainer `proactive-rl train` dispatches it to."""
+    import importlib
+
+    from proactive_rl.cli import TRAINERS, recipe_trainer
+
     config = yaml.safe_load(path.read_text())
     assert isinstance(config, dict), path
-    if not _is_sft(path, config):
-        pytest.skip(f"{path.name}: not an SFT recipe (validated by its owner's tests)")
-    from proactive_rl.train import make_parser
-
+    if "trainer" not in config and not _is_sft(path, config):
+        pytest.skip(f"{path.name}: an evaluation recipe (tests/test_eval_recipes.py)")
+    trainer = recipe_trainer(["--config", str(path)])
+    module = importlib.import_module(TRAINERS[trainer].split(":")[0])
     # bf16 needs a GPU; validate the rest of the recipe on CPU
     args = ["--config", str(path), "--output_dir", str(tmp_path)]
     if config.get("bf16"):
         args += ["--bf16", "false"]
-    script, training, model = make_parser().parse_args_and_config(args)
-    assert script.dataset_mixture and training.focal_gamma >= 0 and model.model_name_or_path
+    script, training, model = module.make_parser().parse_args_and_config(args)
+    assert model.model_name_or_path and training.output_dir == str(tmp_path)
+    if trainer == "sft":
+        assert script.dataset_mixture and training.focal_gamma >= 0
 
 
 def test_p3i_recipe_mirrors_the_paper():
