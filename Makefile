@@ -6,6 +6,9 @@ PY     := $(VENV)/bin/python
 # `torch` requirement would download several GB.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 STAMP  := $(VENV)/.installed
+# DeepSpeed's CPU comm extension is compiled on first use; keep it per venv (a shared ~/.cache build is
+# rebuilt, under a lock, by every venv with other include paths).
+export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/$(VENV)/torch_extensions
 
 .PHONY: install test test-fast lint format demo demo-quick bench clean
 

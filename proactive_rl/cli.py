@@ -108,7 +108,62 @@ def _run_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- placeholders (train, eval, demo register their own add_arguments / run here) ----------------------
+# --- eval (proactive_rl.evaluate) ----------------------------------------------------------------------
+
+
+def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    from proactive_rl.evaluate import add_arguments  # light: argparse only at import
+
+    add_arguments(parser)
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    from proactive_rl.evaluate import run
+
+    return run(args)
+
+
+# --- train: the recipe's `trainer` field picks the trainer; its TrlParser reads the rest -----------------
+
+TRAINERS = {
+    "sft": "proactive_rl.train:train_main",
+    "grpo_streaming": "proactive_rl.grpo.streaming:train_main",
+    "grpo_suggestion": "proactive_rl.grpo.suggestion:suggestion_main",
+}
+
+
+def recipe_trainer(argv: Sequence[str]) -> str:
+    """The ``trainer`` named by the ``--config`` recipe (default ``sft``); a ``--trainer`` flag is not accepted."""
+    import yaml
+
+    path = None
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+    if path is None:
+        return "sft"
+    try:
+        with open(path) as f:
+            recipe = yaml.safe_load(f) or {}
+    except OSError as err:
+        raise SystemExit(f"proactive-rl train: cannot read recipe {path}: {err}") from None
+    trainer = recipe.get("trainer", "sft") if isinstance(recipe, dict) else "sft"
+    if trainer not in TRAINERS:
+        raise SystemExit(f"{path}: field 'trainer': unknown {trainer!r}; expected one of {', '.join(TRAINERS)}")
+    return trainer
+
+
+def run_train(argv: Sequence[str]) -> int:
+    """``proactive-rl train --config RECIPE [--field value ...]``: hand the arguments to the recipe's trainer."""
+    import importlib
+
+    module, func = TRAINERS[recipe_trainer(argv)].split(":")
+    return getattr(importlib.import_module(module), func)(list(argv))
+
+
+# --- placeholders (demo registers its own add_arguments / run here) -------------------------------------
 
 
 def _placeholder(name: str) -> Callable[[argparse.Namespace], int]:
@@ -126,8 +181,13 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "synth": ("write the synthetic world (mp4 + episodes JSON + MCQA JSONL)", _add_synth_arguments, _run_synth),
     "train": ("train a model (SFT / GRPO) from a YAML recipe", _no_arguments, _placeholder("train")),
-    "eval": ("evaluate a model on streaming and MCQA benchmarks", _no_arguments, _placeholder("eval")),
-    "demo": ("the end-to-end demo on the synthetic world", _no_arguments, _placeholder("demo")),
+    "eval": ("evaluate a model, or each checkpoint of a run as it appears", _add_eval_arguments, _run_eval),
+    # proactive_rl.demo imports only its settings at module level; the heavy imports happen inside run
+    "demo": (
+        "the end-to-end demo on the synthetic world: build, evaluate, SFT, streaming GRPO, suggestion GRPO, report",
+        lambda parser: __import__("proactive_rl.demo", fromlist=["add_arguments"]).add_arguments(parser),
+        lambda args: __import__("proactive_rl.demo", fromlist=["run"]).run(args),
+    ),
 }
 
 
@@ -142,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `proactive-rl` console script; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "train":  # TrlParser owns the train flags (recipe fields), so argparse steps aside
+        return run_train(argv[1:])
     args = build_parser().parse_args(argv)
     return COMMANDS[args.command][2](args)
 

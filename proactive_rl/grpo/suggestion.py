@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "vllm", "transformers")
 _SOURCE_KEYS = {"source", "kind", "num_envs", "seed", "dataset", "data_dir", "max_states", "name"}
+# Difficulty knobs of the synthetic environments (`proactive_rl.synthetic.environments.EnvKnobs`) and frame size.
+_KNOB_KEYS = {"negatives", "colours", "layout", "corruptions", "object_radius", "size"}
 
 
 @dataclass
@@ -43,6 +45,8 @@ class EnvironmentSource:
         dataset (`str`, *optional*): ProactiveBench dataset (``QD``, ``ROD``, ...); defaults to each record's field.
         data_dir (`str`, *optional*): ProactiveBench image root; defaults to the JSONL's folder.
         max_states (`int`, *optional*): training rows per environment (its first states); all by default.
+        negatives, colours, layout, corruptions, object_radius, size (*optional*): synthetic difficulty knobs and frame size, passed
+            to `proactive_rl.synthetic.make_environments` (see `EnvKnobs`; defaults: the standard environments).
     """
 
     source: str
@@ -53,38 +57,56 @@ class EnvironmentSource:
     data_dir: str | None = None
     max_states: int | None = None
     name: str | None = None
+    negatives: str | None = None
+    colours: list[str] | None = None
+    layout: str | None = None
+    corruptions: list[str] | None = None
+    object_radius: float | None = None
+    size: int | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> EnvironmentSource:
-        from proactive_rl.synthetic.environments import KINDS
+        from proactive_rl.synthetic.environments import KINDS, make_environments
 
         if isinstance(raw, str):
             raw = {"source": raw}
         if not isinstance(raw, dict) or "source" not in raw:
             raise ValueError(f"{where}: expected a mapping with a 'source' ('synthetic' or a JSONL file), got {raw!r}")
-        unknown = set(raw) - _SOURCE_KEYS
+        unknown = set(raw) - _SOURCE_KEYS - _KNOB_KEYS
         if unknown:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; expected some of {sorted(_SOURCE_KEYS)}")
+            raise ValueError(
+                f"{where}: unknown keys {sorted(unknown)}; expected some of {sorted(_SOURCE_KEYS | _KNOB_KEYS)}"
+            )
         src = cls(**raw)
         if src.source == "synthetic":
             if src.kind not in KINDS:
                 raise ValueError(f"{where}.kind: expected one of {', '.join(KINDS)}, got {src.kind!r}")
             if not isinstance(src.num_envs, int) or src.num_envs < 1:
                 raise ValueError(f"{where}.num_envs: a synthetic source needs num_envs >= 1, got {src.num_envs!r}")
-        elif src.kind is not None or src.num_envs is not None:
-            raise ValueError(f"{where}: 'kind' and 'num_envs' only apply to source: synthetic")
+            try:  # the knobs are checked now (a bad one names its field), not at the first build
+                make_environments(src.kind, 1, src.seed, **src.knobs())
+            except ValueError as e:
+                raise ValueError(f"{where}: {e}") from None
+        elif src.kind is not None or src.num_envs is not None or set(raw) & _KNOB_KEYS:
+            raise ValueError(
+                f"{where}: 'kind', 'num_envs' and the knobs {sorted(_KNOB_KEYS)} only apply to source: synthetic"
+            )
         # A JSONL source is read (and a missing file reported, naming it) when the environments are built.
         if src.max_states is not None and src.max_states < 1:
             raise ValueError(f"{where}.max_states: must be >= 1, got {src.max_states}")
         src.name = src.name or (f"synthetic/{src.kind}" if src.source == "synthetic" else src.source)
         return src
 
+    def knobs(self) -> dict[str, Any]:
+        """The synthetic knobs this source sets (keyword arguments of `make_environments`)."""
+        return {k: getattr(self, k) for k in sorted(_KNOB_KEYS) if getattr(self, k) is not None}
+
     def build(self, hint: bool = False) -> list:
         """The environments of this source."""
         if self.source == "synthetic":
             from proactive_rl.synthetic.environments import make_environments
 
-            return make_environments(self.kind, self.num_envs, seed=self.seed)
+            return make_environments(self.kind, self.num_envs, seed=self.seed, **self.knobs())
         from proactive_rl.grpo.mcqa_data import proactivebench_environments
 
         return proactivebench_environments(self.source, self.dataset, self.data_dir, hint=hint)
@@ -124,6 +146,13 @@ class SuggestionScriptArguments:
             of values stops the run naming it (``"raise"``), or (``"skip"``) its group is skipped and
             ``rewards/<name>/error_rate`` logged (`proactive_rl.grpo.reward_guard`).
         max_reward_error_rate (`float`, *optional*, defaults to `0.1`): with ``"skip"``, the error rate that stops the run.
+        warm_start_steps (`int`, *optional*, defaults to `0`): before GRPO, train this many supervised steps on the
+            training environments' reference images (`proactive_rl.experiments.suggestion_warmup`): a randomly
+            initialised tiny model then recognises the categories, as the paper's instruction-tuned models do.
+        warm_start_lr (`float`, *optional*, defaults to `3e-3`): its learning rate.
+        warm_start_suggest_rate (`float`, *optional*, defaults to `0.1`): fraction of warm-start rows whose target is
+            the suggestion option (teaches which option it is, not when to use it).
+        eval_before (`bool`, *optional*, defaults to `True`): also play the held-out environments before training.
     """
 
     trainer: str = field(default="grpo_suggestion", metadata={"help": "Trainer to dispatch to."})
@@ -135,6 +164,10 @@ class SuggestionScriptArguments:
     generation_backend: str = field(default="auto", metadata={"help": f"One of {BACKENDS}."})
     reward_on_error: str = field(default="raise", metadata={"help": "raise or skip."})
     max_reward_error_rate: float = field(default=0.1, metadata={"help": "Error rate that stops a 'skip' run."})
+    warm_start_steps: int = field(default=0, metadata={"help": "Supervised warm-start steps before GRPO."})
+    warm_start_lr: float = field(default=3e-3, metadata={"help": "Warm-start learning rate."})
+    warm_start_suggest_rate: float = field(default=0.1, metadata={"help": "Warm-start rows targeting the suggestion."})
+    eval_before: bool = field(default=True, metadata={"help": "Evaluate the held-out environments before training."})
 
     def __post_init__(self):
         from proactive_rl.grpo.reward_guard import ON_ERROR
@@ -303,6 +336,21 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
 
     resolve_generation_backend(script_args.generation_backend, training_args)
     model, processor = load_policy(model_args, seed=training_args.seed)
+    if script_args.warm_start_steps > 0:
+        from proactive_rl.experiments.suggestion_warmup import warm_start
+
+        envs = [env for src in script_args.environments if src.source == "synthetic" for env in src.build()]
+        if not envs:
+            raise ValueError("warm_start_steps: the warm start needs synthetic training environments")
+        warm_start(
+            model,
+            processor,
+            envs,
+            steps=script_args.warm_start_steps,
+            learning_rate=script_args.warm_start_lr,
+            suggest_rate=script_args.warm_start_suggest_rate,
+            seed=training_args.seed,
+        )
     rows = build_rows(script_args.environments, script_args.hint)
     logger.info("training rows (single-turn environment states): %d", len(rows))
     suppress = None
@@ -351,7 +399,7 @@ def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, mode
     """Evaluate (held-out, if given), train, evaluate again, save (open-r1 style entry point)."""
     trainer = build_trainer(script_args, training_args, model_args)
     max_new = training_args.max_completion_length or 16
-    before = _evaluate_trainer(trainer, script_args, max_new)
+    before = _evaluate_trainer(trainer, script_args, max_new) if script_args.eval_before else None
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     after = _evaluate_trainer(trainer, script_args, max_new)
     trainer.save_model(training_args.output_dir)
@@ -361,7 +409,7 @@ def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, mode
         if after is not None:
             report = {
                 "r_p": script_args.r_p,
-                "before": {k: before[k] for k in ("acc", "ps", "n")},
+                "before": {k: before[k] for k in ("acc", "ps", "n")} if before else None,
                 "after": {k: after[k] for k in ("acc", "ps", "n")},
             }
             Path(training_args.output_dir, "mcqa_eval.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -145,19 +145,106 @@ class SequenceEnvironment:
         )
 
 
-def make_environments(kind: str, n: int, seed: int = 0, size: int = 64) -> list[SequenceEnvironment]:
+NEGATIVES = ("hard", "easy")
+LAYOUTS = ("shuffled", "fixed")
+
+
+@dataclass(frozen=True)
+class EnvKnobs:
+    """Difficulty knobs of `make_environments` (all defaults give the standard, ProactiveBench-like environments).
+
+    Args:
+        negatives (`str`, *optional*, defaults to `"hard"`): wrong categories of the object kinds. ``"hard"``: they
+            share the answer's colour or shape (ProactiveBench mines CLIP hard negatives); ``"easy"``: the answer's
+            shape in three other colours of `colours`, so colour alone names the category.
+        colours (`tuple[str]`, *optional*): the object colours drawn from (default: the palette without black).
+        layout (`str`, *optional*, defaults to `"shuffled"`): ``"fixed"`` lists the action options in alphabetical
+            order with the abstain option last, and the categories in palette-then-shape (or drawing) order, so with
+            four `colours` and ``negatives="easy"`` each colour always has the same letter.
+        corruptions (`tuple[str]`, *optional*): corruption types drawn from (``corruption`` kind; default: all).
+        object_radius (`float`, *optional*): the object's radius as a fraction of the frame (``corruption`` kind;
+            default 0.28). Above 0.5 the object fills the frame, so its colour is the whole image.
+    """
+
+    negatives: str = "hard"
+    colours: tuple[str, ...] | None = None
+    layout: str = "shuffled"
+    corruptions: tuple[str, ...] | None = None
+    object_radius: float | None = None
+
+    def __post_init__(self):
+        if self.negatives not in NEGATIVES:
+            raise ValueError(f"negatives: expected one of {', '.join(NEGATIVES)}, got {self.negatives!r}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout: expected one of {', '.join(LAYOUTS)}, got {self.layout!r}")
+        if self.colours is not None:
+            object.__setattr__(self, "colours", tuple(self.colours))
+            unknown = [c for c in self.colours if c not in PALETTE]
+            if unknown or not self.colours or len(set(self.colours)) != len(self.colours):
+                raise ValueError(f"colours: expected distinct colours of {', '.join(PALETTE)}, got {self.colours!r}")
+        if self.negatives == "easy" and len(self.palette) < 4:
+            raise ValueError(f"colours: negatives='easy' needs at least 4 colours, got {self.palette!r}")
+        if self.corruptions is not None:
+            object.__setattr__(self, "corruptions", tuple(self.corruptions))
+            if not self.corruptions or any(c not in CORRUPTIONS for c in self.corruptions):
+                raise ValueError(f"corruptions: expected some of {', '.join(CORRUPTIONS)}, got {self.corruptions!r}")
+
+        if self.object_radius is not None and not 0.05 <= self.object_radius <= 1.0:
+            raise ValueError(
+                f"object_radius: expected a fraction of the frame in [0.05, 1], got {self.object_radius!r}"
+            )
+
+    @property
+    def palette(self) -> tuple[str, ...]:
+        return self.colours if self.colours is not None else tuple(c for c in PALETTE if c != "black")
+
+
+def make_environments(
+    kind: str,
+    n: int,
+    seed: int = 0,
+    size: int = 64,
+    *,
+    negatives: str = "hard",
+    colours=None,
+    layout: str = "shuffled",
+    corruptions=None,
+    object_radius: float | None = None,
+) -> list[SequenceEnvironment]:
     """`n` seeded environments of one kind (``occlusion``, ``corruption``, ``sketch``, ``zoom_out``).
 
-    Same arguments give identical environments (ids ``{kind}_s{seed}_{i:05d}``).
+    Same arguments give identical environments (ids ``{kind}_s{seed}_{i:05d}``). The keyword-only difficulty
+    knobs are documented in :class:`EnvKnobs`; their defaults reproduce the standard environments exactly.
     """
     if kind not in _BUILDERS:
         raise ValueError(f"unknown environment kind {kind!r}; expected one of {', '.join(KINDS)}")
+    knobs = EnvKnobs(negatives, colours, layout, corruptions, object_radius)
+    if kind == "sketch" and (knobs.negatives != "hard" or knobs.colours is not None):
+        raise ValueError("negatives/colours: sketch categories are drawings; these knobs apply to the object kinds")
+    if kind != "corruption" and (knobs.corruptions is not None or knobs.object_radius is not None):
+        raise ValueError(f"corruptions/object_radius: only apply to kind 'corruption', got kind {kind!r}")
     out = []
     for i in range(n):
         env_seed = int(np.random.SeedSequence([int(seed), zlib.crc32(kind.encode()), i]).generate_state(1)[0])
         rng = np.random.default_rng(env_seed)
-        out.append(_BUILDERS[kind](rng, f"{kind}_s{seed}_{i:05d}", size, env_seed))
+        env = _BUILDERS[kind](rng, f"{kind}_s{seed}_{i:05d}", size, env_seed, knobs)
+        if knobs.layout == "fixed":
+            _fix_layout(env)
+        out.append(env)
     return out
+
+
+def _fix_layout(env: SequenceEnvironment) -> None:
+    # Reordering after building keeps every random draw (and so the images and the answer) as with "shuffled".
+    env.options = sorted(env.options, key=lambda o: (o in ABSTAIN, o))
+    if env.kind == "sketch":
+        order = list(DRAWINGS)
+        env.categories = sorted(env.categories, key=order.index)
+    else:
+        colours, shapes = list(PALETTE), list(SHAPES)
+        env.categories = sorted(
+            env.categories, key=lambda c: (colours.index(c.split(" ")[0]), shapes.index(c.split(" ")[1]))
+        )
 
 
 def oracle_policy(env: SequenceEnvironment):
@@ -173,8 +260,8 @@ def abstain_policy(observation: MCQAObservation) -> str:
 # --- builders ------------------------------------------------------------------------------------
 
 
-def _occlusion(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
-    answer, categories = _object_categories(rng)
+def _occlusion(rng, env_id: str, size: int, seed: int, knobs: EnvKnobs) -> SequenceEnvironment:
+    answer, categories = _object_categories(rng, knobs)
     colour, shape = answer.split(" ")
     board_colour = _pick(rng, [c for c in PALETTE if c != colour])
     occluder = f"{board_colour} board"
@@ -216,13 +303,14 @@ def _occlusion(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
     )
 
 
-def _corruption(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
-    answer, categories = _object_categories(rng)
+def _corruption(rng, env_id: str, size: int, seed: int, knobs: EnvKnobs) -> SequenceEnvironment:
+    answer, categories = _object_categories(rng, knobs)
     colour, shape = answer.split(" ")
-    kind = _pick(rng, CORRUPTIONS)
+    kind = _pick(rng, knobs.corruptions or CORRUPTIONS)
     levels = int(rng.integers(3, 5))
     clean = _canvas(size)
-    clean[shape_mask(shape, size / 2, size / 2, size * 0.28, size)] = rgb(colour)
+    radius = size * (knobs.object_radius or 0.28)
+    clean[shape_mask(shape, size / 2, size / 2, radius, size)] = rgb(colour)
     images = [corrupt(clean, kind, s, levels, seed) for s in range(levels + 1)]
     options = _shuffled(rng, list(QUALITY_ACTIONS.values()) + [_pick(rng, ABSTAIN)])
     return SequenceEnvironment(
@@ -243,7 +331,7 @@ def _corruption(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
     )
 
 
-def _sketch(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
+def _sketch(rng, env_id: str, size: int, seed: int, knobs: EnvKnobs) -> SequenceEnvironment:
     names = list(DRAWINGS)
     order = rng.permutation(len(names))[:4]
     categories = [names[i] for i in order]
@@ -271,8 +359,8 @@ def _sketch(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
     )
 
 
-def _zoom_out(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
-    answer, categories = _object_categories(rng, same_colour=True)
+def _zoom_out(rng, env_id: str, size: int, seed: int, knobs: EnvKnobs) -> SequenceEnvironment:
+    answer, categories = _object_categories(rng, knobs, same_colour=True)
     colour, shape = answer.split(" ")
     big = size * 4  # render large so crops stay sharp, then sample down to `size`
     cx, cy = rng.uniform(0.4, 0.6, size=2) * big
@@ -313,13 +401,17 @@ def _zoom_out(rng, env_id: str, size: int, seed: int) -> SequenceEnvironment:
 _BUILDERS = {"occlusion": _occlusion, "corruption": _corruption, "sketch": _sketch, "zoom_out": _zoom_out}
 
 
-def _object_categories(rng, same_colour: bool = False) -> tuple[str, list[str]]:
-    """A "colour shape" answer and three hard negatives sharing its colour (or, if allowed, its shape)."""
-    colours = [c for c in PALETTE if c != "black"]
+def _object_categories(rng, knobs: EnvKnobs, same_colour: bool = False) -> tuple[str, list[str]]:
+    """A "colour shape" answer and three negatives: hard ones share its colour (or, if allowed, its shape); easy
+    ones are its shape in other colours."""
+    colours = list(knobs.palette)
     colour, shape = _pick(rng, colours), _pick(rng, SHAPES)
-    negatives = [f"{colour} {s}" for s in SHAPES if s != shape]
-    if not same_colour:
-        negatives += [f"{c} {shape}" for c in colours if c != colour]
+    if knobs.negatives == "easy":
+        negatives = [f"{c} {shape}" for c in colours if c != colour]
+    else:
+        negatives = [f"{colour} {s}" for s in SHAPES if s != shape]
+        if not same_colour:
+            negatives += [f"{c} {shape}" for c in colours if c != colour]
     chosen = [negatives[i] for i in rng.permutation(len(negatives))[:3]]
     answer = f"{colour} {shape}"
     return answer, _shuffled(rng, [answer] + chosen)

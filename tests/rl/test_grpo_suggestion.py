@@ -11,7 +11,7 @@ from proactive_rl.grpo.mcqa_data import environment_rows, proactivebench_environ
 from proactive_rl.synthetic.environments import SequenceEnvironment, make_environments
 
 ROOT = Path(__file__).resolve().parents[2]
-RECIPES = sorted([ROOT / "recipes/tiny/grpo_suggestion.yaml", *(ROOT / "recipes/proactivebench").glob("*.yaml")])
+RECIPES = sorted([ROOT / "recipes/tiny/grpo_suggestion.yaml", *(ROOT / "recipes/proactivebench").glob("grpo_*.yaml")])
 
 
 def frames(n):
@@ -240,7 +240,9 @@ def _tiny_args(**overrides):
         "--output_dir",
         str(overrides.pop("out", "/tmp/t")),
     ]
-    for k, v in {"per_device_train_batch_size": 4, "num_generations": 4, "logging_steps": 1, **overrides}.items():
+    # No warm start here: these tests check the GRPO wiring (the warm start has its own tests).
+    defaults = {"per_device_train_batch_size": 4, "num_generations": 4, "logging_steps": 1, "warm_start_steps": 0}
+    for k, v in {**defaults, **overrides}.items():
         argv += [f"--{k}", str(v)]
     script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
     script_args.environments = script_args.environments[:1]
@@ -266,7 +268,7 @@ def test_tiny_grpo_with_lora_trains_and_evaluates(tmp_path):
     logs = [h for h in trainer.state.log_history if "rewards/proactive_suggestion/mean" in h]
     assert logs and all(0.0 <= h["rewards/proactive_suggestion/mean"] <= 1.0 for h in logs)
     report = json.loads((tmp_path / "mcqa_eval.json").read_text())
-    assert report["after"]["n"] == 4 and 0 <= report["after"]["acc"] <= 100
+    assert report["after"]["n"] == 2 * len(script_args.eval_environments) and 0 <= report["after"]["acc"] <= 100
     assert (tmp_path / "adapter_config.json").exists()
 
 
@@ -286,3 +288,55 @@ def test_skip_mode_logs_an_error_rate_and_trains_on(tmp_path, monkeypatch):
     trainer.train()
     logged = [h for h in trainer.state.log_history if "rewards/flaky/error_rate" in h]
     assert logged and logged[0]["rewards/flaky/error_rate"] == 1.0
+
+
+# --- tiny CPU setting: difficulty knobs and warm start -------------------------------------------------------
+
+KNOBS = {"negatives": "easy", "colours": ["red", "green", "blue", "yellow"], "layout": "fixed"}
+
+
+def test_synthetic_source_passes_its_knobs_and_checks_them_at_start_up():
+    from proactive_rl.grpo.suggestion import EnvironmentSource, SuggestionScriptArguments
+
+    src = EnvironmentSource.from_dict({"source": "synthetic", "kind": "corruption", "num_envs": 2, **KNOBS}, "e[0]")
+    for env in src.build():
+        assert [c.split(" ")[0] for c in env.categories] == KNOBS["colours"]
+    with pytest.raises(ValueError, match=r"environments\[0\]: negatives: expected one of"):
+        SuggestionScriptArguments(
+            environments=[{"source": "synthetic", "kind": "corruption", "num_envs": 2, "negatives": "x"}]
+        )
+    with pytest.raises(ValueError, match=r"environments\[0\]: .*only apply to source: synthetic"):
+        SuggestionScriptArguments(environments=[{"source": "x.jsonl", "layout": "fixed"}])
+
+
+def test_warm_start_rows_use_the_reference_image_and_the_suggestion_rate():
+    from proactive_rl.experiments.suggestion_warmup import reference_rows
+    from proactive_rl.models import build_tiny
+
+    _, processor = build_tiny("qwen2_5_vl", "xs")
+    envs = make_environments("corruption", 6, seed=1, corruptions=["contrast"], **KNOBS)
+    rows = reference_rows(envs, processor, suggest_rate=0.0)
+    # Fixed layout: 5 action options (A-E), then red, green, blue, yellow (F-I).
+    colours = KNOBS["colours"]
+    assert [r["target"] for r in rows] == [5 + colours.index(e.answer.split(" ")[0]) for e in envs]
+    assert all(r["n_options"] == 9 for r in rows)
+    rows = reference_rows(envs, processor, suggest_rate=0.999)
+    assert [r["target"] for r in rows] == [2] * 6  # "Increase the contrast of the image." is C
+    with pytest.raises(ValueError, match="suggest_rate"):
+        reference_rows(envs, processor, suggest_rate=1.0)
+
+
+@pytest.mark.slow
+def test_warm_start_trains_in_place_and_lowers_the_loss():
+    import torch
+
+    from proactive_rl.experiments.suggestion_warmup import warm_start
+    from proactive_rl.models import build_tiny
+
+    model, processor = build_tiny("qwen2_5_vl", "xs")
+    envs = make_environments("corruption", 4, seed=2, corruptions=["contrast"], object_radius=0.6, **KNOBS)
+    before = [p.detach().clone() for p in model.parameters()]
+    losses = warm_start(model, processor, envs, steps=8, batch_size=4, suggest_rate=0.0)
+    assert len(losses) == 8 and all(np.isfinite(losses))
+    assert np.mean(losses[-2:]) < losses[0]  # 4 rows memorised: the loss falls
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))

@@ -110,3 +110,73 @@ def test_same_seed_same_environments():
             assert all(np.array_equal(i, j) for i, j in zip(x.images, y.images))
     with pytest.raises(ValueError, match="occlusion"):
         make_environments("nope", 1)
+
+
+# --- difficulty knobs (EnvKnobs) ---------------------------------------------------------------------------
+
+POOL = ("red", "green", "blue", "yellow")
+
+
+def test_easy_negatives_share_the_shape_and_differ_in_colour():
+    for kind in ("occlusion", "corruption", "zoom_out"):
+        for env in make_environments(kind, 6, seed=4, negatives="easy", colours=POOL):
+            colour, shape = env.answer.split(" ")
+            assert colour in POOL
+            assert sorted(c.split(" ")[1] for c in env.categories) == [shape] * 4
+            assert sorted(c.split(" ")[0] for c in env.categories) == sorted(POOL)  # 4 colours: all of them
+
+
+def test_fixed_layout_gives_every_option_the_same_letter():
+    envs = make_environments(
+        "corruption", 8, seed=6, negatives="easy", colours=POOL, layout="fixed", corruptions=["contrast"]
+    )
+    for env in envs:
+        # Alphabetical actions, abstain last; categories in palette order (red, green, blue, yellow).
+        assert env.options[:4] == [
+            "Deblur the image.",
+            "Denoise the image.",
+            "Increase the contrast of the image.",
+            "Increase the image resolution.",
+        ]
+        assert env.options[4] in ABSTAIN
+        assert [c.split(" ")[0] for c in env.categories] == list(POOL)
+        assert env.reset().valid_actions == ["Increase the contrast of the image."]
+    # The layout only reorders: the same seed draws the same answers and images as the shuffled default.
+    shuffled = make_environments("corruption", 8, seed=6, negatives="easy", colours=POOL, corruptions=["contrast"])
+    for a, b in zip(envs, shuffled):
+        assert a.answer == b.answer and sorted(a.categories) == sorted(b.categories)
+        assert all(np.array_equal(i, j) for i, j in zip(a.images, b.images))
+
+
+def test_object_radius_fills_the_frame_with_the_colour():
+    from proactive_rl.synthetic.world import PALETTE
+
+    for env in make_environments("corruption", 4, seed=8, negatives="easy", colours=POOL, object_radius=0.6):
+        clean = env.images[env.reference_image]
+        share = np.mean(np.all(clean == PALETTE[env.answer.split(" ")[0]], axis=-1))
+        assert share > 0.5  # the default radius (0.28) covers at most ~25 % of the frame
+
+
+def test_default_knobs_change_nothing():
+    for kind in KINDS:
+        for a, b in zip(make_environments(kind, 3, seed=9), make_environments(kind, 3, seed=9, negatives="hard")):
+            assert (a.options, a.categories, a.answer) == (b.options, b.categories, b.answer)
+
+
+def test_bad_knobs_fail_naming_the_knob():
+    with pytest.raises(ValueError, match="negatives: expected one of hard, easy"):
+        make_environments("corruption", 1, negatives="medium")
+    with pytest.raises(ValueError, match="layout: expected one of"):
+        make_environments("corruption", 1, layout="sorted")
+    with pytest.raises(ValueError, match="colours: expected distinct colours"):
+        make_environments("corruption", 1, colours=["red", "pink"])
+    with pytest.raises(ValueError, match="needs at least 4 colours"):
+        make_environments("corruption", 1, negatives="easy", colours=["red", "blue"])
+    with pytest.raises(ValueError, match="corruptions: expected some of"):
+        make_environments("corruption", 1, corruptions=["rain"])
+    with pytest.raises(ValueError, match="only apply to kind 'corruption'"):
+        make_environments("sketch", 1, corruptions=["noise"])
+    with pytest.raises(ValueError, match="sketch categories are drawings"):
+        make_environments("sketch", 1, negatives="easy")
+    with pytest.raises(ValueError, match="object_radius"):
+        make_environments("corruption", 1, object_radius=3.0)

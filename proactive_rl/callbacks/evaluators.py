@@ -1,0 +1,271 @@
+"""The evaluators the callback and `proactive-rl eval` run: streaming PRS, streaming PAUC, ProactiveBench MCQA.
+
+An evaluator is used in three stages, so that the expensive part is spread over ranks and the rest is not:
+
+1. ``items()``: the episodes / environments, built once, identically on every rank (deterministic);
+2. ``generate(model, processor, items)``: run the model on this rank's shard; returns picklable records
+   (``{"id", "responses"}`` per episode, ``{"id", "success", "turns", ...}`` per environment);
+3. ``score(records, out_dir)``: on the main process, on the gathered records of every rank: the metrics of the
+   benchmark scorers (`proactive_eval.metrics`, the code the rewards share, STYLE.md #4) and the report files.
+
+Metric names are flat (``prs_b``, ``atomic/prs_b``, ``pauc_w0.5``, ``acc``); numbers are × 100 as in the papers.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proactive_rl.callbacks.config import EvaluatorConfig
+
+logger = logging.getLogger(__name__)
+
+_PRS_KEYS = ("prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "resp_per_target_b", "median_latency_b")
+
+
+@dataclass
+class Scored:
+    """What `Evaluator.score` returns: logged scalars, the full summary, sample rows and written files."""
+
+    metrics: dict[str, float]
+    summary: dict[str, Any]
+    samples: list[list[Any]] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def frames_of(episode):
+    """Frames of an episode: rendered for in-memory synthetic episodes, decoded from its video otherwise."""
+    if episode.video is None:
+        from proactive_rl.synthetic import render_frames
+
+        return render_frames(episode)
+    from proactive_eval.video import iter_frames
+
+    return list(iter_frames(episode))
+
+
+def _fmt_items(items) -> str:
+    return "; ".join(f"{float(t):.1f}s {text}" for t, text in items)
+
+
+class Evaluator:
+    """Base class; see the module docstring."""
+
+    SAMPLE_COLUMNS = ["evaluator", "id", "task", "targets", "responses", "score"]
+
+    def __init__(self, config: EvaluatorConfig, progress: bool = False, log_samples: int = 4):
+        self.config, self.name = config, config.name
+        self.progress, self.log_samples = progress, int(log_samples)
+        self._items = None
+
+    def items(self) -> list:
+        if self._items is None:
+            self._items = self._load()
+            if self.config.max_items is not None:
+                self._items = self._items[: self.config.max_items]
+        return self._items
+
+    def _load(self) -> list:
+        raise NotImplementedError
+
+    def generate(self, model, processor, items: list) -> list[dict]:
+        raise NotImplementedError
+
+    def score(self, records: list[dict], out_dir: Path | None, plots: bool = True) -> Scored:
+        raise NotImplementedError
+
+
+class _StreamingEvaluator(Evaluator):
+    def _load(self) -> list:
+        from proactive_rl.data import load_mixture
+
+        episodes, _ = load_mixture(self.config.episodes)
+        return episodes
+
+    def generate(self, model, processor, items: list) -> list[dict]:
+        from proactive_eval.streaming import run_episode
+        from proactive_rl.callbacks.policy import model_policy
+
+        policy = model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
+        records = []
+        for episode in items:
+            responses = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
+            records.append({"id": episode.id, "responses": [(r.time, r.text) for r in responses]})
+        return records
+
+    def _predictions(self, records: list[dict], out_dir: Path | None) -> dict[str, list]:
+        from proactive_eval.predictions import atomic_write_text, prediction_line
+        from proactive_rewards import Response
+
+        predictions = {r["id"]: [Response(float(t), text) for t, text in r["responses"]] for r in records}
+        if out_dir is not None:
+            # Written before scoring: a judge that is down must not lose what the model said.
+            order = [e.id for e in self.items() if e.id in predictions]
+            text = "".join(prediction_line(eid, predictions[eid]) for eid in order)
+            atomic_write_text(out_dir / "predictions.jsonl", text)
+        return predictions
+
+    def _samples(self, predictions: dict, scores: dict[str, float]) -> list[list[Any]]:
+        rows = []
+        for episode in self.items()[: self.log_samples]:
+            responses = [(r.time, r.text) for r in predictions.get(episode.id, [])]
+            targets = [(t.time, t.text) for t in episode.targets]
+            rows.append([self.name, episode.id, episode.task, _fmt_items(targets), _fmt_items(responses)])
+            rows[-1].append(scores.get(episode.id))
+        return rows
+
+
+class PRSEvaluator(_StreamingEvaluator):
+    """Streaming PRS-U / PRS-B on held-out episodes (SPEC §4, P³I §4)."""
+
+    def score(self, records, out_dir, plots=True) -> Scored:
+        from proactive_eval.metrics import score_prs
+        from proactive_eval.report import build_results, write_report
+
+        predictions = self._predictions(records, out_dir)
+        episodes = self.items()
+        report = score_prs(episodes, predictions, alpha=self.config.alpha)
+        summary = report.summary()
+        metrics = {k: summary["overall"][k] for k in _PRS_KEYS if summary["overall"].get(k) is not None}
+        for task, stats in summary["groups"].items():
+            metrics[f"{task}/prs_b"] = stats["prs_b"]
+        scored = Scored(metrics, summary)
+        per_episode = {e.episode_id: 100 * e.results["B"].score for e in report.episodes}
+        scored.samples = self._samples(predictions, per_episode)
+        if out_dir is not None:
+            written = write_report(
+                out_dir, build_results(prs=report), prs=report, episodes=episodes, predictions=predictions, plots=plots
+            )
+            scored.files = {k: str(v) for k, v in written.items()}
+        return scored
+
+
+class PAUCEvaluator(_StreamingEvaluator):
+    """Streaming PAUC with a judge (SPEC §5, ProactiveVideoQA): windowed targets are the reply spans."""
+
+    def _load(self) -> list:
+        episodes = super()._load()
+        for episode in episodes:
+            for i, target in enumerate(episode.targets):
+                if target.window is None:
+                    raise ValueError(
+                        f"evaluator {self.name!r}: episode {episode.id!r} targets[{i}] has no window (PAUC needs "
+                        "the reply span); use a prs evaluator for these episodes"
+                    )
+        return episodes
+
+    def judge(self):
+        from proactive_eval.judges import OpenAIJudge, RuleJudge
+
+        options = {k: v for k, v in self.config.judge.items() if k != "type"}
+        if self.config.judge.get("type", "rule") == "rule":
+            return RuleJudge(**options)
+        return OpenAIJudge(**{"on_failure": "raise", **options})
+
+    def score(self, records, out_dir, plots=True) -> Scored:
+        from proactive_eval.metrics import score_pauc
+        from proactive_eval.report import build_results, write_report
+
+        predictions = self._predictions(records, out_dir)
+        episodes = self.items()
+        judge = self.judge()
+        result = score_pauc(episodes, predictions, judge, progress=self.progress)
+        summary = result.summary()
+        overall = summary["overall"]
+        metrics = {f"pauc_w{o}": overall[f"omega={o}"] for o in result.omegas}
+        metrics["answered_turns"] = float(overall["answered_turns"])
+        summary["judge_stats"] = judge.stats.as_dict()
+        scored = Scored(metrics, summary)
+        per_episode: dict[str, list[float]] = {}
+        for turn in result.turns:
+            per_episode.setdefault(turn.episode_id, []).append(100 * turn.pauc[0.5 if 0.5 in turn.pauc else 0])
+        scored.samples = self._samples(predictions, {k: sum(v) / len(v) for k, v in per_episode.items()})
+        if out_dir is not None:
+            written = write_report(
+                out_dir,
+                build_results(pauc=result),
+                pauc=result,
+                episodes=episodes,
+                predictions=predictions,
+                plots=plots,
+            )
+            scored.files = {k: str(v) for k, v in written.items()}
+        return scored
+
+
+class MCQAEvaluator(Evaluator):
+    """ProactiveBench MCQA environments: ``acc`` and ``ps`` (SPEC §6)."""
+
+    SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answers", "outcomes", "success"]
+
+    def _load(self) -> list:
+        envs = []
+        for spec in self.config.environments:
+            if "kind" in spec:
+                from proactive_rl.synthetic import make_environments
+
+                envs += make_environments(
+                    spec["kind"], int(spec.get("n", 8)), int(spec.get("seed", 0)), int(spec.get("size", 64))
+                )
+            else:
+                from proactive_rl.grpo.mcqa_data import proactivebench_environments
+
+                envs += proactivebench_environments(spec["path"], spec.get("dataset"), spec.get("data_dir"))
+        return envs
+
+    def generate(self, model, processor, items: list) -> list[dict]:
+        from proactive_eval.environments import run_environment
+        from proactive_rl.callbacks.policy import mcqa_answer_fn
+
+        answer = mcqa_answer_fn(model, processor, self.config.max_new_tokens)
+        records = []
+        for env in items:
+            # a fresh copy: an environment is a stateful MDP and the same items are played at every evaluation
+            outcome = run_environment(copy.deepcopy(env), answer)
+            records.append(
+                {
+                    "id": outcome.id,
+                    "dataset": getattr(env, "dataset", ""),
+                    "success": bool(outcome.success),
+                    "turns": int(outcome.turns),
+                    "answers": list(outcome.answers),
+                    "outcomes": list(getattr(outcome, "outcomes", [])),
+                }
+            )
+        return records
+
+    def score(self, records, out_dir, plots=True) -> Scored:
+        from proactive_eval.environments import proactivebench_summary
+        from proactive_eval.predictions import atomic_write_text
+
+        summary = dict(proactivebench_summary(records))
+        groups: dict[str, list[dict]] = {}
+        for r in records:
+            groups.setdefault(r["dataset"] or "all", []).append(r)
+        summary["groups"] = {g: proactivebench_summary(rs) for g, rs in sorted(groups.items())}
+        metrics = {"acc": float(summary["acc"]), "ps": float(summary["ps"])}
+        if len(groups) > 1:
+            for g, s in summary["groups"].items():
+                metrics[f"{g}/acc"] = float(s["acc"])
+        samples = [
+            [self.name, r["id"], r["dataset"], " | ".join(r["answers"]), " | ".join(r["outcomes"]), r["success"]]
+            for r in records[: self.log_samples]
+        ]
+        scored = Scored(metrics, summary, samples)
+        if out_dir is not None:
+            path = out_dir / "outcomes.jsonl"
+            atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            scored.files = {"outcomes": str(path)}
+        return scored
+
+
+EVALUATORS = {"prs": PRSEvaluator, "pauc": PAUCEvaluator, "mcqa": MCQAEvaluator}
+
+
+def build_evaluators(configs: list[EvaluatorConfig], progress: bool = False, log_samples: int = 4) -> list[Evaluator]:
+    """One `Evaluator` per config, in order."""
+    return [EVALUATORS[c.type](c, progress=progress, log_samples=log_samples) for c in configs]

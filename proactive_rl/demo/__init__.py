@@ -1,0 +1,202 @@
+"""`proactive-rl demo` (``make demo``): the whole product on the embedded default, on a CPU, without downloads.
+
+1. build the tiny model (reused from ``<out>/model`` when built before with the same settings);
+2. write the synthetic world to files (``<out>/data``: mp4 + episodes JSON + environment JSONL; reused);
+3. evaluate the untrained model: streaming PRS-U / PRS-B per task, PAUC (rule judge), MCQA acc / ps;
+4. focal SFT (``recipes/tiny/sft.yaml``), evaluate;
+5. multi-turn streaming GRPO from the SFT model (``recipes/tiny/grpo_streaming.yaml``), evaluate;
+6. proactive-suggestion GRPO on the ask-for-help environments (``recipes/tiny/grpo_suggestion.yaml``), evaluate;
+
+then prints the before/after table and writes ``<out>/report/`` (the table in markdown, a metric-by-stage chart,
+episode timelines). A stage whose code is missing or that fails is reported in the table as ``not run: <reason>`` /
+``failed: <error>`` and the demo goes on with the stages that do not need it. ``--quick`` is a smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import logging
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from proactive_rl.demo.settings import DemoSettings, quick
+
+__all__ = ["DemoSettings", "add_arguments", "quick", "run", "run_demo"]
+
+STAGES = [
+    # (key, table name, trainer stage or None, what it runs)
+    ("untrained", "untrained", None, "tiny model, random init"),
+    ("sft", "SFT", "sft", "focal SFT (recipes/tiny/sft.yaml)"),
+    (
+        "grpo_streaming",
+        "streaming GRPO",
+        "grpo_streaming",
+        "streaming GRPO from SFT (recipes/tiny/grpo_streaming.yaml)",
+    ),
+    ("grpo_suggestion", "suggestion GRPO", "grpo_suggestion", "suggestion GRPO (recipes/tiny/grpo_suggestion.yaml)"),
+]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", default="demo_out", help="output folder (model, data, runs, eval, report; default: demo_out)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: every stage on a fraction of the data and steps"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="model, data and training seed (default: 0)")
+    parser.add_argument(
+        "--stages",
+        default=",".join(k for k, *_ in STAGES[1:]),
+        help="training stages to run, comma-separated from sft,grpo_streaming,grpo_suggestion (default: all)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("-v", "--verbose", action="store_true", help="INFO logs of the trainers and evaluators")
+
+
+def _overrides(key: str, settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
+    from proactive_rl.demo import stages
+
+    return getattr(stages, f"{key}_overrides")(settings, data, model)
+
+
+def _timeline_episodes(data: Path, n: int = 2) -> list:
+    """An accident and a compositional episode from the test split (what the timelines show)."""
+    from proactive_eval.episodes import load_episodes
+    from proactive_rl.demo.stages import task_file
+
+    chosen = []
+    for task in ("accident", "compositional")[:n]:
+        episodes = load_episodes(task_file(data, "test", task))
+        if episodes:
+            chosen.append(episodes[0])
+    return chosen
+
+
+def run_demo(
+    out: str | Path = "demo_out",
+    settings: DemoSettings | None = None,
+    train_stages: tuple[str, ...] = ("sft", "grpo_streaming", "grpo_suggestion"),
+    progress: bool = True,
+    command: str = "proactive-rl demo",
+) -> dict[str, Any]:
+    """Run the demo; returns ``{"stages": [...], "wall_s", "report": {...}}`` (also written to
+    ``<out>/demo_results.json``)."""
+    from proactive_rl.demo.evaluation import evaluate_stage
+    from proactive_rl.demo.report import console_table, write_report
+    from proactive_rl.demo.stages import StageSkipped, build_model, generate_data, say, train_stage
+
+    settings = settings or DemoSettings()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    t0 = time.perf_counter()
+    model_dir = build_model(out, settings)
+    data = generate_data(out, settings, progress=progress)
+    say(f"setup (model + data): {time.perf_counter() - t0:.0f} s")
+
+    results: list[dict[str, Any]] = []
+    previous = model_dir  # the checkpoint each training stage starts from
+    sft_ok = False
+    for key, name, trainer, what in STAGES:
+        stage: dict[str, Any] = {"key": key, "name": name, "what": what, "metrics": None}
+        results.append(stage)
+        checkpoint = model_dir
+        if trainer is not None:
+            if key not in train_stages:
+                stage["status"] = "not run: not selected (--stages)"
+                say(f"{name}: {stage['status']}")
+                continue
+            if key == "grpo_streaming" and not sft_ok:
+                stage["status"] = "not run: the SFT stage did not produce a model (streaming GRPO starts from it)"
+                say(f"{name}: {stage['status'].upper()}")
+                continue
+            t0 = time.perf_counter()
+            try:
+                checkpoint = train_stage(trainer, _overrides(key, settings, data, previous), out)
+            except StageSkipped as err:
+                stage["status"] = f"not run: {err}"
+            except Exception as err:  # a stage that breaks is reported in the table; the others still run
+                traceback.print_exc()
+                stage["status"] = f"failed: {type(err).__name__}: {err}"
+            stage["train_s"] = round(time.perf_counter() - t0, 1)
+            if "status" in stage:
+                say(f"{name}: {stage['status'].upper()}")
+                continue
+            previous = checkpoint
+            sft_ok = sft_ok or key == "sft"
+            say(f"{name}: trained in {stage['train_s']:.0f} s -> {checkpoint}")
+        t0 = time.perf_counter()
+        try:
+            evaluated = evaluate_stage(checkpoint, data, settings, out / "eval" / key, progress=progress, label=name)
+        except Exception as err:
+            traceback.print_exc()
+            stage["status"] = f"failed: evaluation: {type(err).__name__}: {err}"
+            say(f"{name}: {stage['status'].upper()}")
+            continue
+        stage["eval_s"] = round(time.perf_counter() - t0, 1)
+        stage["predictions"] = evaluated.pop("predictions")
+        stage["metrics"], stage["status"], stage["checkpoint"] = evaluated, "ok", str(checkpoint)
+        say(
+            f"{name}: evaluated in {stage['eval_s']:.0f} s: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in evaluated.items() if v is not None and "/" not in k)
+        )
+
+    wall = time.perf_counter() - start
+    meta = {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs, Python {platform.python_version()}",
+        "wall_s": wall,
+        "command": command,
+    }
+    files = write_report(out, results, _timeline_episodes(data), meta)
+    summary = {
+        "stages": [{k: v for k, v in s.items() if k != "predictions"} for s in results],
+        "settings": settings.as_dict(),
+        **meta,
+        "report": {k: str(v) for k, v in files.items()},
+    }
+    (out / "demo_results.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    print()
+    print(console_table(results))
+    print()
+    say(f"total wall time {wall:.0f} s; report: {files['markdown']}")
+    return summary
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``demo`` command; exit code 0 when every selected stage ran, 1 otherwise (the report is written anyway)."""
+    level = logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+    valid = [k for k, *_ in STAGES[1:]]
+    chosen = tuple(s.strip() for s in args.stages.split(",") if s.strip())
+    unknown = [s for s in chosen if s not in valid]
+    if unknown:
+        print(
+            f"proactive-rl demo: --stages: unknown {', '.join(unknown)}; expected some of {', '.join(valid)}",
+            file=sys.stderr,
+        )
+        return 2
+    settings = DemoSettings(seed=args.seed)
+    if args.quick:
+        settings = quick(settings)
+    command = (
+        f"proactive-rl demo --out {args.out}"
+        + (" --quick" if args.quick else "")
+        + (f" --seed {args.seed}" if args.seed else "")
+    )
+    if chosen != tuple(valid):
+        command += f" --stages {','.join(chosen)}"
+    summary = run_demo(args.out, settings, chosen, progress=not args.no_progress, command=command)
+    ran = [s for s in summary["stages"] if s["key"] == "untrained" or s["key"] in chosen]
+    return 0 if all(s["status"] == "ok" for s in ran) else 1

@@ -1,0 +1,195 @@
+"""The demo's report: the before/after table (markdown), a metric-by-stage bar chart, and episode timelines
+showing what each stage's model said and when, against the targets."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+# After the per-task PRS columns: (column header, metric key); PRS and PAUC are × 100 (SPEC §4, §5), acc × 100 and
+# ps in turns (SPEC §6).
+OVERALL = [
+    ("PRS-U", "prs_u"),
+    ("PRS-B", "prs_b"),
+    ("PAUC ω=.5 (rule)", "pauc"),
+    ("MCQA acc", "acc"),
+    ("MCQA ps", "ps"),
+]
+
+
+def columns(stages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """PRS-U / PRS-B of each task found in the stages' metrics (in order of appearance), then `OVERALL`."""
+    tasks: list[str] = []
+    for stage in stages:
+        for key in stage.get("metrics") or {}:
+            if key.endswith("/prs_b") and key.split("/")[0] not in tasks:
+                tasks.append(key.split("/")[0])
+    return [(f"{t} PRS-{m}", f"{t}/prs_{m.lower()}") for t in tasks for m in ("U", "B")] + OVERALL
+
+
+def _cell(value) -> str:
+    return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def table_rows(stages: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per stage: its name, then the metrics, or a single ``not run: <reason>`` cell."""
+    cols = columns(stages)
+    rows = []
+    for stage in stages:
+        if stage.get("metrics") is None:
+            rows.append([stage["name"], f"**{stage['status']}**"] + [""] * (len(cols) - 1))
+        else:
+            rows.append([stage["name"]] + [_cell(stage["metrics"].get(key)) for _, key in cols])
+    return rows
+
+
+def markdown_table(stages: list[dict[str, Any]]) -> str:
+    header = ["stage"] + [name for name, _ in columns(stages)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in table_rows(stages)]
+    return "\n".join(lines)
+
+
+def console_table(stages: list[dict[str, Any]]) -> str:
+    """A fixed-width table for the terminal (a failed or skipped stage shows its reason across the row)."""
+    header = ["stage"] + [name for name, _ in columns(stages)]
+    widths = [max(len(header[0]), *(len(s["name"]) for s in stages))] + [max(len(h), 6) for h in header[1:]]
+    lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths)))]
+    for stage, row in zip(stages, table_rows(stages)):
+        if stage.get("metrics") is None:
+            lines.append(row[0].ljust(widths[0]) + "  " + stage["status"])
+        else:
+            lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    return "\n".join(lines)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_stages(stages: list[dict[str, Any]], path: Path) -> Path:
+    """Grouped bars: one group per metric (PRS-B per task, PRS-U/B overall, PAUC, acc), one bar per stage."""
+    plt = _pyplot()
+    keys = [(n, k) for n, k in columns(stages) if k != "ps" and not k.endswith("/prs_u")]
+    ran = [s for s in stages if s.get("metrics") is not None]
+    fig, ax = plt.subplots(figsize=(12, 4.6))
+    width = 0.8 / max(1, len(ran))
+    colors = ["#9e9e9e", "#1f77b4", "#2ca02c", "#d62728", "#9467bd"]
+    for i, stage in enumerate(ran):
+        values = [stage["metrics"].get(k) or 0.0 for _, k in keys]
+        xs = [j + (i - (len(ran) - 1) / 2) * width for j in range(len(keys))]
+        bars = ax.bar(xs, values, width, label=stage["name"], color=colors[i % len(colors)])
+        for bar, value in zip(bars, values):
+            ax.annotate(
+                f"{value:.0f}",
+                (bar.get_x() + bar.get_width() / 2, value),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                xytext=(0, 1),
+                textcoords="offset points",
+            )
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([n.replace(" (rule)", "\n(rule)").replace(" PRS", "\nPRS") for n, _ in keys], fontsize=9)
+    ax.set_ylabel("score (× 100)")
+    ax.set_ylim(0, max(105, *(b.get_height() + 8 for b in ax.patches)) if ax.patches else 105)
+    ax.set_title("Held-out metrics after each stage of the demo")
+    ax.legend(loc="upper left", fontsize=9, ncol=len(ran))
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_timeline(episode, stages: list[dict[str, Any]], path: Path) -> Path:
+    """One episode: a row per stage with the model's responses (markers, labelled with their text) at their times,
+    the targets as vertical lines (labelled) and windows as bands."""
+    plt = _pyplot()
+    ran = [s for s in stages if s.get("metrics") is not None]
+    fig, ax = plt.subplots(figsize=(11, 1.5 + 0.75 * len(ran)))
+    for target in episode.targets:
+        if target.window is not None:
+            ax.axvspan(*target.window, color="#ffd54f", alpha=0.35, lw=0)
+        ax.axvline(target.time, color="#e65100", lw=1.5)
+        ax.annotate(
+            f"target: {target.text}",
+            (target.time, len(ran) - 0.45),
+            fontsize=8,
+            color="#e65100",
+            xytext=(3, 0),
+            textcoords="offset points",
+            ha="left",
+        )
+    for row, stage in enumerate(reversed(ran)):
+        responses = stage.get("predictions", {}).get(episode.id, [])
+        ax.axhline(row, color="#e0e0e0", lw=0.8, zorder=0)
+        if responses:
+            ax.scatter([t for t, _ in responses], [row] * len(responses), s=28, color="#1f77b4", zorder=3)
+        for t, text in responses[:12]:
+            label = text if len(text) <= 14 else text[:13] + "…"
+            ax.annotate(label, (t, row), fontsize=7, xytext=(0, 6), textcoords="offset points", ha="center")
+        if not responses:
+            ax.annotate(
+                "(silent throughout)", (0, row), fontsize=7, color="#757575", xytext=(2, 4), textcoords="offset points"
+            )
+    ax.set_yticks(range(len(ran)))
+    ax.set_yticklabels([s["name"] for s in reversed(ran)], fontsize=9)
+    ax.set_ylim(-0.6, len(ran) - 0.1)
+    ax.set_xlim(-0.5, episode.duration + 0.5)
+    ax.set_xlabel("time (s) — one decision per frame; dots: what the model said; orange: targets")
+    title = textwrap.fill(f"{episode.id} ({episode.task}): {episode.instruction}", 130)
+    ax.set_title(title, fontsize=9, loc="left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_report(
+    out: Path, stages: list[dict[str, Any]], timeline_episodes: list, meta: dict[str, Any]
+) -> dict[str, Path]:
+    """``<out>/report/``: ``README.md`` (table, timings, what each stage ran), ``metrics_by_stage.png``,
+    ``timeline_<id>.png``; the per-stage evaluation reports stay in ``<out>/eval/<stage>/``."""
+    report = out / "report"
+    report.mkdir(parents=True, exist_ok=True)
+    files = {"stages_plot": plot_stages(stages, report / "metrics_by_stage.png")}
+    for episode in timeline_episodes:
+        files[f"timeline_{episode.id}"] = plot_timeline(episode, stages, report / f"timeline_{episode.id}.png")
+    lines = [
+        "# proactive-rl demo report",
+        "",
+        f"Run {meta['date']} on {meta['machine']}; total wall time {meta['wall_s']:.0f} s. Command: `{meta['command']}`",
+        "",
+        "Held-out scores (test split of the synthetic world) after each stage. PRS-U / PRS-B (SPEC §4) per task and "
+        "overall, × 100; PAUC at ω = 0.5 with the rule judge (token-F1, SPEC §5), × 100; MCQA accuracy (× 100) and "
+        "proactive suggestions per episode `ps` on the held-out ask-for-help environments (SPEC §6).",
+        "",
+        markdown_table(stages),
+        "",
+        "| stage | what ran | train s | eval s |",
+        "|---|---|---|---|",
+    ]
+    for stage in stages:
+        lines.append(
+            f"| {stage['name']} | {stage.get('what', '')} | {_cell(stage.get('train_s'))} | {_cell(stage.get('eval_s'))} |"
+        )
+    lines += ["", "![metrics by stage](metrics_by_stage.png)", ""]
+    for episode in timeline_episodes:
+        lines += [f"![timeline {episode.id}](timeline_{episode.id}.png)", ""]
+    lines += [
+        "Per-stage evaluation reports (tables, timelines, PAUC curves): "
+        + ", ".join(f"[{s['name']}](../eval/{s['key']}/)" for s in stages if s.get("metrics") is not None),
+        "",
+    ]
+    (report / "README.md").write_text("\n".join(lines))
+    files["markdown"] = report / "README.md"
+    return files

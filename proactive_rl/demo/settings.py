@@ -1,0 +1,116 @@
+"""The demo's knobs: sizes of the synthetic world, of each evaluation and of each training stage.
+
+The tiny recipes (``recipes/tiny/*.yaml``) are the starting point of every stage; the demo overrides only what
+makes the end-to-end run fit its time budget (steps, data, task subset), and writes the recipe it actually ran to
+``<out>/recipes/`` so that any stage can be re-run alone with ``proactive-rl train --config``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+# The streaming tasks the demo generates; `pvqa` episodes (free-text answers with reply spans) are scored with PAUC
+# (SPEC §5), the others with PRS (SPEC §4).
+TASKS = ("accident", "atomic", "compositional")
+PAUC_TASK = "pvqa"
+# The ask-for-help environments: the kind and difficulty knobs of the tiny suggestion recipe's training environments
+# (read from recipes/tiny/grpo_suggestion.yaml, so the held-out split the demo writes always matches what that stage
+# trains on). Its owner chose them so that a randomly initialised xs model (4 vision tokens per image) can learn the
+# categories in CPU-minutes; with the standard environments the shipped recipe learned to suggest but not to name
+# the object (held-out acc 22 -> 0, ps 0 -> 1.5 in this demo's first measurements).
+_KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", "size")
+
+
+def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
+    """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
+    from pathlib import Path
+
+    import yaml
+
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "tiny" / "grpo_suggestion.yaml"
+    sources = [e for e in yaml.safe_load(recipe.read_text())["environments"] if e.get("source") == "synthetic"]
+    if not sources:
+        raise ValueError(f"{recipe}: the demo needs synthetic training environments in 'environments'")
+    knobs = {k: v for k, v in sources[0].items() if k in _KNOB_KEYS}
+    return tuple(dict.fromkeys(e["kind"] for e in sources)), knobs
+
+
+@dataclass
+class DemoSettings:
+    """Everything the demo does, in one place (``--quick`` shrinks it; see `quick`).
+
+    Args:
+        arch (`str`, *optional*, defaults to `"qwen2_5_vl"`): tiny-model architecture (`build_tiny`).
+        size (`str`, *optional*, defaults to `"xs"`): tiny-model size.
+        seed (`int`, *optional*, defaults to `0`): model init, data and training seed.
+        episodes_per_task (`int`): synthetic episodes per task over all splits.
+        envs_per_kind (`int`): synthetic environments per kind over all splits (`suggestion_environments`).
+        fractions (`tuple`): train / validation / test split of both.
+        duration (`tuple`): episode length range in seconds (short episodes keep CPU training quick).
+        eval_episodes (`int`): held-out (test split) episodes per PRS task scored at each stage.
+        eval_pauc_episodes (`int`): held-out pvqa episodes scored with PAUC at each stage.
+        eval_envs (`int`): held-out environments per kind played at each stage.
+        max_new_tokens (`int`): longest assistant turn when evaluating PAUC (free-text answers).
+        prs_max_new_tokens (`int`): longest assistant turn when evaluating PRS (``</Response> Warning`` is 2 tokens;
+            an untrained model never stops early, so this bounds its evaluation time).
+        prs_tasks (`tuple`): the tasks scored with PRS-U / PRS-B at each stage (test split).
+        sft_tasks (`tuple`): the tasks focal SFT trains on (train split). The xs model learns one streaming task
+            well in a CPU-minute but not several (with accident + compositional it learns compositional and loses
+            accident), so the demo trains accident, the task of the streaming GRPO stage, and keeps compositional
+            in the table as an untrained task.
+        grpo_tasks (`tuple`): the tasks streaming GRPO rolls out on (train split).
+        sft (`dict`): overrides of ``recipes/tiny/sft.yaml``.
+        grpo_streaming (`dict`): overrides of ``recipes/tiny/grpo_streaming.yaml``.
+        grpo_suggestion (`dict`): overrides of ``recipes/tiny/grpo_suggestion.yaml``.
+    """
+
+    arch: str = "qwen2_5_vl"
+    size: str = "xs"
+    seed: int = 0
+    episodes_per_task: int = 60
+    envs_per_kind: int = 100
+    fractions: tuple = (0.7, 0.1, 0.2)
+    duration: tuple = (10, 14)
+    eval_episodes: int = 5
+    eval_pauc_episodes: int = 4
+    eval_envs: int = 16
+    max_new_tokens: int = 8
+    prs_max_new_tokens: int = 4
+    prs_tasks: tuple = ("accident", "compositional")
+    sft_tasks: tuple = ("accident",)
+    grpo_tasks: tuple = ("accident",)
+    sft: dict[str, Any] = field(default_factory=dict)
+    grpo_streaming: dict[str, Any] = field(default_factory=dict)
+    grpo_suggestion: dict[str, Any] = field(default_factory=dict)
+
+    def data_args(self) -> dict[str, Any]:
+        """Arguments of `export_dataset` (the manifest of ``<out>/data``: same arguments, same files)."""
+        return {
+            "tasks": [*TASKS, PAUC_TASK],
+            "n": self.episodes_per_task,
+            "seed": self.seed,
+            "env_kinds": [],  # written by stages.export_env_splits, with the recipe's knobs (export_dataset has none)
+            "fractions": tuple(self.fractions),
+            "duration": tuple(self.duration),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def quick(settings: DemoSettings | None = None) -> DemoSettings:
+    """A smoke-run variant: every stage runs, on a fraction of the data and steps (numbers are not meaningful)."""
+    return replace(
+        settings or DemoSettings(),
+        episodes_per_task=10,
+        envs_per_kind=20,
+        eval_episodes=2,
+        eval_pauc_episodes=2,
+        eval_envs=3,
+        max_new_tokens=6,
+        prs_max_new_tokens=3,
+        sft={"max_steps": 12},
+        grpo_streaming={"max_steps": 2, "per_device_train_batch_size": 4},
+        grpo_suggestion={"max_steps": 2, "warm_start_steps": 10},
+    )

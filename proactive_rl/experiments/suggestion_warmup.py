@@ -1,0 +1,166 @@
+"""Supervised warm start for the tiny proactive-suggestion GRPO (ProactiveBench §5; SPEC §6, §7).
+
+The paper post-trains instruction-tuned VLMs that already recognise objects and answer multiple-choice questions
+("reference setting": 79.8 % acc on the informative frames, §4.2) but are not proactive (ps ≈ 0.3). A tiny model
+built from random weights can do neither, so GRPO alone has nothing to trade off (every category guess is worth
+~0.25 and "always suggest" wins for any ``r_p >= 0.5``). This stage makes the tiny model such a base model:
+
+- it trains only on each environment's *reference* image (the informative one, ``reference_image``), never on
+  the ambiguous states, so it learns what the categories look like but nothing about when to ask;
+- the target is the correct category's option letter, except for a `suggest_rate` fraction of rows drawn at
+  random whose target is the environment's suggestion option: the model learns which option is the suggestion
+  (GRPO then samples it often enough to be rewarded), independently of the image (on the reference image that
+  suggestion would not even be valid, so it cannot teach when to ask).
+
+The loss is cross-entropy over the option letters at the first answer position, the same restricted vocabulary
+``answer_letters_only`` samples from. Run alone (the model and processor are saved for
+``model_name_or_path``)::
+
+    python -m proactive_rl.experiments.suggestion_warmup --config recipes/tiny/grpo_suggestion.yaml \\
+        --output_dir outputs/tiny-suggestion-warmup
+
+or let `proactive_rl.grpo.suggestion` run it first (``warm_start_steps`` in the recipe).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sys
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+def reference_rows(environments: list, processor, suggest_rate: float, seed: int = 0) -> list[dict[str, Any]]:
+    """One row per environment at its reference image: tokenised prompt, image tensors, target option index.
+
+    Args:
+        environments (`list`): synthetic `SequenceEnvironment`s (they need ``reference_image``, ``images``,
+            ``moves`` and ``answer``).
+        processor: the model's processor (chat template and image processor).
+        suggest_rate (`float`): fraction of rows (drawn with `seed`) whose target is the suggestion option.
+        seed (`int`, *optional*, defaults to `0`): which rows get the suggestion target.
+    """
+    from PIL import Image
+
+    from proactive_eval.environments import MCQAObservation
+    from proactive_rl.grpo.mcqa_data import mcqa_messages
+
+    if not 0.0 <= suggest_rate < 1.0:
+        raise ValueError(f"suggest_rate: expected a fraction in [0, 1), got {suggest_rate!r}")
+    rng = random.Random(seed)
+    rows = []
+    for env in environments:
+        for attr in ("reference_image", "images", "moves", "answer"):
+            if not hasattr(env, attr):
+                raise ValueError(f"environment {getattr(env, 'id', '?')!r}: the warm start needs `{attr}`")
+        env.reset()
+        options = list(env.choices)
+        observation = MCQAObservation(env.images[env.reference_image], env.prompt, options, [], 0)
+        suggestion = next(iter(env.moves))  # the suggestion option (the first valid move)
+        target = suggestion if rng.random() < suggest_rate else env.answer
+        text = processor.apply_chat_template(mcqa_messages(observation), add_generation_prompt=True, tokenize=False)
+        inputs = processor(text=[text], images=[Image.fromarray(observation.image)], return_tensors="pt")
+        rows.append({"inputs": inputs, "target": options.index(target), "n_options": len(options)})
+    return rows
+
+
+def _collate(rows: list[dict], pad_id: int):
+    import torch
+
+    length = max(r["inputs"]["input_ids"].shape[1] for r in rows)
+    ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), length), dtype=torch.long)
+    for i, r in enumerate(rows):  # left padding: the answer position is the last one for every row
+        n = r["inputs"]["input_ids"].shape[1]
+        ids[i, length - n :] = r["inputs"]["input_ids"][0]
+        mask[i, length - n :] = 1
+    batch = {"input_ids": ids, "attention_mask": mask}
+    for key in ("pixel_values", "image_grid_thw"):
+        batch[key] = torch.cat([r["inputs"][key] for r in rows])
+    targets = torch.tensor([r["target"] for r in rows])
+    n_options = torch.tensor([r["n_options"] for r in rows])
+    return batch, targets, n_options
+
+
+def warm_start(
+    model,
+    processor,
+    environments: list,
+    steps: int = 100,
+    learning_rate: float = 3e-3,
+    batch_size: int = 16,
+    suggest_rate: float = 0.1,
+    seed: int = 0,
+) -> list[float]:
+    """Train `model` in place on the reference images of `environments` (module docstring); returns the losses.
+
+    Args:
+        model: a Qwen-VL model (`build_tiny` or loaded), trained in fp32 on its current device.
+        processor: its processor.
+        environments (`list`): training environments (synthetic).
+        steps (`int`, *optional*, defaults to `100`): AdamW steps.
+        learning_rate (`float`, *optional*, defaults to `3e-3`): constant learning rate (tiny models need large steps).
+        batch_size (`int`, *optional*, defaults to `16`): rows per step (sampled with replacement across steps).
+        suggest_rate (`float`, *optional*, defaults to `0.1`): fraction of rows whose target is the suggestion option.
+        seed (`int`, *optional*, defaults to `0`): row sampling seed.
+    """
+    import torch
+
+    from proactive_rl.grpo.suggestion import letter_token_ids
+
+    if steps < 1:
+        raise ValueError(f"steps: expected >= 1, got {steps}")
+    rows = reference_rows(environments, processor, suggest_rate, seed)
+    tokenizer = getattr(processor, "tokenizer", processor)
+    n_max = max(r["n_options"] for r in rows)
+    letters = torch.tensor(letter_token_ids(tokenizer, n_max))
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0)
+    rng = random.Random(seed)
+    was_training = model.training
+    model.train()
+    losses = []
+    for step in range(steps):
+        batch, targets, n_options = _collate(rng.sample(rows, min(batch_size, len(rows))), pad_id)
+        batch = {k: v.to(model.device) for k, v in batch.items()}
+        logits = model(**batch).logits[:, -1, letters.to(model.device)]
+        # Letters beyond a row's options cannot be sampled there either (suppress_tokens at generation).
+        logits = logits.masked_fill(torch.arange(n_max, device=logits.device)[None] >= n_options[:, None], -1e9)
+        loss = torch.nn.functional.cross_entropy(logits, targets.to(logits.device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        if step % 25 == 0 or step == steps - 1:
+            logger.info("warm start step %d/%d: loss %.4f", step + 1, steps, losses[-1])
+    model.train(was_training)
+    return losses
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Warm-start the recipe's model on its training environments and save it to ``--output_dir``."""
+    from proactive_rl.grpo.suggestion import load_policy, make_parser
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
+    model, processor = load_policy(model_args, seed=training_args.seed)
+    envs = [env for src in script_args.environments for env in src.build(script_args.hint)]
+    warm_start(
+        model,
+        processor,
+        envs,
+        steps=script_args.warm_start_steps or 100,
+        learning_rate=script_args.warm_start_lr,
+        suggest_rate=script_args.warm_start_suggest_rate,
+        seed=training_args.seed,
+    )
+    model.save_pretrained(training_args.output_dir)
+    processor.save_pretrained(training_args.output_dir)
+    logger.info("warm-started model saved to %s", training_args.output_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""`proactive-rl train` dispatches on the recipe's `trainer` field."""
+
+from pathlib import Path
+
+import pytest
+
+from proactive_rl.cli import TRAINERS, recipe_trainer
+
+RECIPES = sorted(Path(__file__).resolve().parents[2].glob("recipes/**/*.yaml"))
+
+
+def test_every_training_recipe_names_a_known_trainer():
+    import yaml
+
+    training = [p for p in RECIPES if "output_dir" in (yaml.safe_load(p.read_text()) or {})]
+    assert training, "no training recipes found"
+    for path in training:
+        assert recipe_trainer(["--config", str(path)]) in TRAINERS, path
+
+
+def test_trainer_defaults_to_sft_and_unknown_names_are_listed(tmp_path):
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("max_steps: 1\n")
+    assert recipe_trainer([f"--config={plain}"]) == "sft"
+    assert recipe_trainer([]) == "sft"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("trainer: ppo\n")
+    with pytest.raises(SystemExit, match=r"bad.yaml: field 'trainer': unknown 'ppo'; expected one of sft"):
+        recipe_trainer(["--config", str(bad)])
+
+
+def test_missing_recipe_file_is_named(tmp_path):
+    with pytest.raises(SystemExit, match="cannot read recipe"):
+        recipe_trainer(["--config", str(tmp_path / "nope.yaml")])
