@@ -35,6 +35,12 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+demo: install
+	$(PY) -m proactive_rl.cli demo --out demo_out
+
+demo-quick: install
+	$(PY) -m proactive_rl.cli demo --quick --out demo_out_quick
+
 bench: install
 	$(PY) benchmarks/run_all.py
 

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 from PIL import Image
+
 from proactive_eval.environments import (
     MCQAEnvironment,
     ProactiveBenchEnvironment,

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from proactive_eval import Episode, EpisodeError, load_episodes, save_episodes
 from proactive_rewards import Target
 

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from proactive_eval import EpisodeError
 from proactive_eval.formats import convert_p3i, convert_pvqa, load_proactivebench, save_proactivebench
 from proactive_eval.predictions import PredictionWriter, load_predictions, save_predictions, strip_silence

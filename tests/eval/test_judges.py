@@ -5,6 +5,7 @@ import re
 
 import pytest
 from fake_openai import FakeOpenAI  # tests/eval is on sys.path (rootdir-relative imports)
+
 from proactive_eval.judges import (
     OEG_SYSTEM_PROMPT,
     JudgeError,

@@ -1,6 +1,7 @@
 """ProactiveBench answer parsing (SPEC §6, acceptance 2), acc / ps, and OEG agg — all hand-computed."""
 
 import pytest
+
 from proactive_eval.metrics.proactivebench import (
     PREDICTION_THR,
     dataset_key,

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from proactive_eval import Episode
 from proactive_eval.metrics import score_pauc, score_prs
 from proactive_eval.predictions import atomic_write_text
