@@ -1,0 +1,147 @@
+"""`proactive-rl demo` (issue 8): the orchestration (fast, with stand-in stages) and one real end-to-end smoke run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from proactive_rl import demo
+from proactive_rl.demo import report, stages
+from proactive_rl.demo.settings import DemoSettings, quick
+
+FAKE = {"prs_u": 10.0, "prs_b": 12.0, "pauc": 30.0, "acc": 40.0, "ps": 0.5, "accident/prs_b": 20.0}
+
+
+@pytest.fixture
+def fake_pipeline(tmp_path, monkeypatch):
+    """Stand-ins for the model, the data and the trainers: only the demo's own control flow runs."""
+    from proactive_eval.episodes import Episode
+    from proactive_rewards import Target
+
+    calls = []
+    data = tmp_path / "out" / "data"
+    monkeypatch.setattr(stages, "build_model", lambda out, s: out / "model")
+    monkeypatch.setattr(stages, "generate_data", lambda out, s, progress=True: data)
+    episode = Episode(
+        id="ep0", task="accident", duration=6.0, instruction="Say Warning.", targets=[Target(3.0, "Warning")]
+    )
+    monkeypatch.setattr(demo, "_timeline_episodes", lambda d: [episode])
+
+    def train(stage, overrides, out):
+        calls.append((stage, overrides["model_name_or_path"]))
+        if stage == "grpo_streaming":
+            raise RuntimeError("rollout exploded")
+        return out / "runs" / stage
+
+    def evaluate(checkpoint, data, settings, out, progress=True, label=""):
+        return {**FAKE, "predictions": {"ep0": [(3.0, "Warning")]}}
+
+    monkeypatch.setattr(stages, "train_stage", train)
+    monkeypatch.setattr("proactive_rl.demo.evaluation.evaluate_stage", evaluate)
+    monkeypatch.setattr(demo, "_overrides", lambda key, s, d, m: {"model_name_or_path": str(m)})
+    return tmp_path / "out", calls
+
+
+def test_a_failing_stage_is_reported_and_the_others_run(fake_pipeline, capsys):
+    out, calls = fake_pipeline
+    summary = demo.run_demo(out, DemoSettings(), progress=False)
+    by_key = {s["key"]: s for s in summary["stages"]}
+    assert [s["key"] for s in summary["stages"]] == ["untrained", "sft", "grpo_streaming", "grpo_suggestion"]
+    assert by_key["untrained"]["status"] == by_key["sft"]["status"] == "ok"
+    assert by_key["grpo_streaming"]["status"] == "failed: RuntimeError: rollout exploded"
+    assert by_key["grpo_suggestion"]["status"] == "ok"
+    # suggestion GRPO starts from the last model that exists (SFT's), not from the failed stage's folder
+    assert calls[-1] == ("grpo_suggestion", str(out / "runs" / "sft"))
+    text = (out / "report" / "README.md").read_text()
+    assert "**failed: RuntimeError: rollout exploded**" in text
+    assert (out / "report" / "metrics_by_stage.png").stat().st_size > 0
+    assert (out / "report" / "timeline_ep0.png").stat().st_size > 0
+    assert json.loads((out / "demo_results.json").read_text())["stages"][1]["metrics"]["prs_b"] == 12.0
+    printed = capsys.readouterr().out
+    assert "failed: RuntimeError: rollout exploded" in printed and "suggestion GRPO" in printed
+
+
+def test_a_missing_trainer_is_not_run_and_grpo_needs_sft(fake_pipeline, monkeypatch):
+    out, _ = fake_pipeline
+
+    def missing(stage, overrides, out):
+        raise stages.StageSkipped("proactive_rl.train is not available (ImportError: nope)")
+
+    monkeypatch.setattr(stages, "train_stage", missing)
+    summary = demo.run_demo(out, DemoSettings(), progress=False)
+    status = {s["key"]: s["status"] for s in summary["stages"]}
+    assert status["sft"] == "not run: proactive_rl.train is not available (ImportError: nope)"
+    assert status["grpo_streaming"].startswith("not run: the SFT stage did not produce a model")
+    assert status["untrained"] == "ok"
+
+
+def test_stage_selection(fake_pipeline):
+    out, calls = fake_pipeline
+    summary = demo.run_demo(out, DemoSettings(), train_stages=("sft",), progress=False)
+    assert [c[0] for c in calls] == ["sft"]
+    assert summary["stages"][3]["status"] == "not run: not selected (--stages)"
+
+
+def test_markdown_table_hand_checked():
+    rows = [
+        {"name": "untrained", "metrics": {"prs_b": 0.0, "acc": 25.0}},
+        {"name": "SFT", "metrics": None, "status": "not run: x"},
+    ]
+    table = report.markdown_table(rows).splitlines()
+    header = table[0].split(" | ")
+    assert header[0] == "| stage" and "PRS-B" in header and "MCQA acc" in header
+    cells = [c.strip() for c in table[2].strip("|").split("|")]
+    assert cells[0] == "untrained"
+    assert cells[header.index("PRS-B")] == "0.00" and cells[header.index("MCQA acc")] == "25.00"
+    assert cells[header.index("PAUC ω=.5 (rule)")] == "–"
+    assert "**not run: x**" in table[3]
+
+
+def test_derived_recipe_keeps_the_shipped_fields(tmp_path):
+    import yaml
+
+    path = stages.derive_recipe("sft", {"max_steps": 3, "output_dir": "x"}, tmp_path)
+    shipped = yaml.safe_load((stages.RECIPES / "sft.yaml").read_text())
+    derived = yaml.safe_load(path.read_text())
+    assert derived == {**shipped, "max_steps": 3, "output_dir": "x"}
+    assert path.read_text().startswith("# Written by `proactive-rl demo`")
+
+
+def test_cli_parses_demo_flags():
+    from proactive_rl.cli import build_parser
+
+    args = build_parser().parse_args(["demo", "--quick", "--out", "o", "--stages", "sft"])
+    assert args.quick and args.out == "o" and args.stages == "sft"
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_smoke(tmp_path, capsys):
+    """Every real stage on a sliver of the quick settings; then a second setup reuses the model and the data."""
+    settings = replace(
+        quick(),
+        eval_episodes=1,
+        eval_pauc_episodes=1,
+        eval_envs=1,
+        max_new_tokens=3,
+        sft={"max_steps": 2},
+        grpo_streaming={"max_steps": 1, "per_device_train_batch_size": 4},
+        grpo_suggestion={"max_steps": 1, "per_device_train_batch_size": 4, "warm_start_steps": 2},
+    )
+    summary = demo.run_demo(tmp_path, settings, progress=False)
+    status = {s["key"]: s["status"] for s in summary["stages"]}
+    assert status == {k: "ok" for k in status}, status
+    for stage in summary["stages"]:
+        assert set(stage["metrics"]) >= {"prs_u", "prs_b", "pauc", "acc", "ps", "accident/prs_b"}
+        assert 0.0 <= stage["metrics"]["prs_b"] <= 100.0 and 0.0 <= stage["metrics"]["acc"] <= 100.0
+    for name in ("README.md", "metrics_by_stage.png"):
+        assert (tmp_path / "report" / name).stat().st_size > 0
+    assert list((tmp_path / "report").glob("timeline_*.png"))
+    assert (tmp_path / "recipes" / "grpo_streaming.yaml").is_file()
+    assert (tmp_path / "eval" / "sft" / "prs" / "report.md").is_file()
+    capsys.readouterr()
+    stages.build_model(tmp_path, settings)
+    stages.generate_data(tmp_path, settings, progress=False)
+    again = capsys.readouterr().out
+    assert "reusing the tiny model and tokenizer" in again and "reusing the synthetic world" in again
