@@ -1,19 +1,27 @@
 """SFT ablation on the tiny recipe: untrained vs plain CE vs focal + balanced (SPEC §3), on held-out synthetic episodes.
 
-    python benchmarks/sft_ablation.py [--steps 60]
+    python benchmarks/sft_ablation.py [--steps N] [--episodes 10] [--config recipes/tiny/sft.yaml]
 
-Trains the tiny model twice with the same data, steps and seed — `recipes/tiny/sft.yaml` as is (γ = 2, balanced)
-and with ``--focal_gamma 0 --state_balance false`` (plain token-mean CE) — then scores held-out episodes
-(different generator seeds) teacher-forced: at every frame step the greedy state token is the decision. Reported:
-state-token accuracy, per-class accuracy, response recall / precision, and a *teacher-forced* PRS-B (SPEC §4):
-a response is emitted at each step whose greedy state token is ``</Response>``; its text is the target text when
-every content token is predicted right (teacher-forced), otherwise a wrong answer. This is not free-running
-streaming generation (the streaming engine evaluates that); it isolates the decision the loss trains.
+Trains the tiny model twice with the same data, steps and seed — the recipe as is (γ = 2, balanced) and with
+``--focal_gamma 0 --state_balance false`` (plain token-mean CE) — for the recipe's ``max_steps`` unless ``--steps``
+says otherwise, then scores held-out episodes of the recipe's tasks (accident, crime, object, compositional; other
+generator seeds). Reported:
+
+- teacher-forced, at every frame step of the gold dialogue the greedy state token is the decision: state-token
+  accuracy, silence accuracy, response recall / precision, and a teacher-forced PRS-B (SPEC §4) — a response at each
+  step whose greedy state token is ``</Response>``, its text the target's when every content token is predicted
+  right (teacher-forced), otherwise a wrong answer. It isolates the decision the loss trains;
+- free-running PRS-B (SPEC §4, exact-match content): greedy generation through the KV-cache streaming engine
+  (`proactive_rl.streaming.HFStreamingPolicy`, `proactive_eval.streaming.run_streaming`, frames from
+  `proactive_rl.synthetic.render_frames`), scored by `proactive_eval.metrics.score_prs` — how the model is used.
+
+Training and evaluation run single-threaded (a shared CPU box; reproducible numbers).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -24,13 +32,31 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-HELD_OUT = [("atomic", 101), ("accident", 102), ("compositional", 103)]
+# The tasks of the tiny recipe, fresh generator seeds (the recipe trains on seeds 1-4).
+HELD_OUT = [("accident", 101), ("crime", 102), ("object", 103), ("compositional", 104)]
 
 
-def train(out: Path, steps: int, extra: list[str]) -> None:
-    cmd = [sys.executable, "-m", "proactive_rl.train", "--config", "recipes/tiny/sft.yaml", "--output_dir", str(out)]
+def train(out: Path, config: str, steps: int, extra: list[str]) -> None:
+    cmd = [sys.executable, "-m", "proactive_rl.train", "--config", config, "--output_dir", str(out)]
     cmd += ["--max_steps", str(steps), "--save_strategy", "no", "--disable_tqdm", "true", *extra]
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+    # One thread: the benchmark must behave on a shared CPU box, and single-threaded runs are reproducible.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, env=env)
+
+
+@torch.no_grad()
+def free_running_prs(model, processor, episodes, path: Path) -> float:
+    """PRS-B (× 100, SPEC §4) of greedy free-running generation through the KV-cache streaming engine."""
+    from proactive_eval.metrics import score_prs
+    from proactive_eval.streaming import run_streaming
+    from proactive_rl.streaming import HFStreamingPolicy, SamplingParams
+    from proactive_rl.synthetic import render_frames
+
+    model.eval()
+    # Contents are one word here; 8 tokens bound a runaway turn without cutting a right answer.
+    policy = HFStreamingPolicy(model, processor, SamplingParams(max_new_tokens=8))
+    predictions = run_streaming(policy, episodes, path, frame_source=render_frames, progress=False)
+    return score_prs(episodes, predictions).summary()["overall"]["prs_b"]
 
 
 @torch.no_grad()
@@ -88,44 +114,74 @@ def evaluate(model, processor, episodes) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--episodes", type=int, default=8, help="held-out episodes per task")
+    parser.add_argument("--config", default="recipes/tiny/sft.yaml", help="the SFT recipe both runs start from")
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the recipe's max_steps)")
+    parser.add_argument("--episodes", type=int, default=10, help="held-out episodes per task")
+    parser.add_argument("--no-free-running", action="store_true", help="skip the streaming-engine PRS-B")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
+    torch.set_num_threads(1)
+    import yaml
+
+    recipe = yaml.safe_load((ROOT / args.config).read_text())
+    if args.steps is None:
+        args.steps = int(recipe["max_steps"])
+    # The untrained baseline is the recipe's own tiny model at its initialisation (build_tiny, the recipe's seed).
+    kind, arch, size = str(recipe["model_name_or_path"]).split(":")
+    if kind != "tiny":
+        raise SystemExit(f"{args.config}: model_name_or_path: the ablation needs a tiny:<arch>:<size> model")
 
     from proactive_rl.models import build_tiny, load_model
     from proactive_rl.synthetic import generate_episodes
 
     held_out = [e for task, seed in HELD_OUT for e in generate_episodes(task, args.episodes, seed, duration=(10, 14))]
     rows = {}
-    model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
-    rows["untrained"] = evaluate(model, processor, held_out)
     with tempfile.TemporaryDirectory() as tmp:
+
+        def score(name: str, model, processor) -> None:
+            rows[name] = evaluate(model, processor, held_out)
+            if not args.no_free_running:
+                path = Path(tmp) / f"{name.split()[0]}.jsonl"
+                rows[name]["prs_b_free"] = free_running_prs(model, processor, held_out, path)
+            print(name, rows[name], flush=True)
+
+        model, processor = build_tiny(arch, size, seed=int(recipe.get("seed", 0)))
+        score("untrained", model, processor)
         for name, extra in [
             ("plain CE (γ=0, no balance)", ["--focal_gamma", "0", "--state_balance", "false"]),
             ("focal + balanced (γ=2)", []),
         ]:
             out = Path(tmp) / name.split()[0]
-            train(out, args.steps, extra)
+            train(out, args.config, args.steps, extra)
             model, processor = load_model(out, dtype="float32")
-            rows[name] = evaluate(model, processor, held_out)
+            score(name, model, processor)
+    free = not args.no_free_running
     header = "| model | state acc | silence acc | response recall | response precision | PRS-B (teacher-forced) |"
-    lines = [header, "|---|---|---|---|---|---|"]
+    header += " PRS-B (free-running) |" if free else ""
+    lines = [header, "|---|---|---|---|---|---|" + ("---|" if free else "")]
     for name, r in rows.items():
         lines.append(
             f"| {name} | {r['state_acc']:.3f} | {r['silence_acc']:.3f} | {r['response_recall']:.3f} | "
-            f"{r['response_precision']:.3f} | {r['prs_b']:.1f} |"
+            f"{r['response_precision']:.3f} | {r['prs_b']:.1f} |" + (f" {r['prs_b_free']:.1f} |" if free else "")
         )
     table = "\n".join(lines)
     print(table)
+    command = f"python benchmarks/sft_ablation.py --steps {args.steps} --episodes {args.episodes}"
+    command += f" --config {args.config}" if args.config != "recipes/tiny/sft.yaml" else ""
+    command += " --no-free-running" if not free else ""
     if not args.no_record:
         from common import record
 
-        summary = "; ".join(f"{n}: recall {r['response_recall']:.3f}, PRS-B {r['prs_b']:.1f}" for n, r in rows.items())
+        def cell(r: dict) -> str:
+            out = f"state acc {r['state_acc']:.3f}, recall {r['response_recall']:.3f}, PRS-B {r['prs_b']:.1f}"
+            return out + (f" (free-running {r['prs_b_free']:.1f})" if free else "")
+
+        summary = "; ".join(f"{n}: {cell(r)}" for n, r in rows.items())
+        tasks = "/".join(t for t, _ in HELD_OUT)
         record(
             "SFT ablation (tiny recipe, held-out synthetic)",
-            f"{args.steps} steps, {len(held_out)} held-out episodes: {summary}",
-            f"python benchmarks/sft_ablation.py --steps {args.steps}",
+            f"{args.steps} steps, {len(held_out)} held-out {tasks} episodes: {summary}",
+            command,
         )
 
 
