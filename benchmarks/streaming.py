@@ -1,7 +1,10 @@
 """Streaming engine vs naive re-prefill vs one full forward pass (SPEC §9; issue 9 item 1).
 
 For T frames, a tiny Qwen-VL model watches T steps through `HFStreamingPolicy` (one user turn with one frame,
-then one greedy assistant turn of `--new-tokens` tokens + end-of-turn, at every step). Three costs:
+then one greedy assistant turn of `--new-tokens` tokens + end-of-turn, at every step; the random tiny model never
+ends a turn itself, so every turn hits the cap, and with the policy's default ``defer_capped_stop`` the last content
+token and the end-of-turn are fed with the next chunk: 1 chunk call + (new_tokens - 1) decode calls per frame, the
+same count as a trained model's silent turn ``</Silence><|im_end|>`` at new_tokens=2). Three costs:
 
 - engine: the whole streaming run (tokenising, image processing, vision encoding of each new frame, chunk
   prefill and decoding on the KV cache);
@@ -12,7 +15,9 @@ then one greedy assistant turn of `--new-tokens` tokens + end-of-turn, at every 
   turns are timed and the per-turn cost is interpolated linearly over all T turns (the estimate is also printed
   for the largest fully measured T, to show its error).
 
-Goals (issue 9): engine <= 1.5x the full forward, and >= 20x faster than naive at T = 256.
+Goals (issue 9): engine <= 1.5x the full forward, and >= 20x faster than naive at T = 256. The result line also
+splits the engine's time (language-model calls, per-frame vision-encoder calls, the rest: tokenising, image
+processing, sampling) and charges the excess over the full forward to the calls it makes (the full forward: 1).
 
     python benchmarks/streaming.py --frames 16 64 256
 """
@@ -32,13 +37,41 @@ from common import record  # noqa: E402
 
 from proactive_eval.policy import Observation  # noqa: E402
 from proactive_rl.models import build_tiny  # noqa: E402
-from proactive_rl.streaming import HFStreamingPolicy, SamplingParams  # noqa: E402
+from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, StreamingSession  # noqa: E402
 from proactive_rl.streaming.rope import mm_token_types  # noqa: E402
 
 
-def run_engine(model, processor, frames, new_tokens):
+class PhaseTimer:
+    """Wall time and call counts of the session's language-model (`_forward`) and vision (`_encode`) calls."""
+
+    def __init__(self):
+        self.seconds = {"_forward": 0.0, "_encode": 0.0}
+        self.calls = {"_forward": 0, "_encode": 0}
+
+    def __enter__(self):
+        self.saved = {name: getattr(StreamingSession, name) for name in self.seconds}
+        for name, method in self.saved.items():
+
+            def timed(session, *args, _name=name, _method=method, **kwargs):
+                start = time.perf_counter()
+                try:
+                    return _method(session, *args, **kwargs)
+                finally:
+                    self.seconds[_name] += time.perf_counter() - start
+                    self.calls[_name] += 1
+
+            setattr(StreamingSession, name, timed)
+        return self
+
+    def __exit__(self, *exc):
+        for name, method in self.saved.items():
+            setattr(StreamingSession, name, method)
+
+
+def run_engine(model, processor, frames, new_tokens, defer=True):
     """The streaming run; returns (seconds, final token ids, per turn: (prompt end, turn end) in the final ids)."""
-    policy = HFStreamingPolicy(model, processor, SamplingParams(max_new_tokens=new_tokens))
+    sampling = SamplingParams(max_new_tokens=new_tokens, defer_capped_stop=defer)
+    policy = HFStreamingPolicy(model, processor, sampling)
     policy.reset(None)
     turns = []
     start = time.perf_counter()
@@ -57,11 +90,15 @@ def forward(model, ids, pixel_values, grids):
         model(input_ids=t, pixel_values=pixel_values, image_grid_thw=grids, mm_token_type_ids=types, logits_to_keep=1)
 
 
-def run_full(model, processor, frames, ids):
-    start = time.perf_counter()
-    enc = processor.image_processor(images=frames, return_tensors="pt")
-    forward(model, ids, enc["pixel_values"], enc["image_grid_thw"])
-    return time.perf_counter() - start
+def run_full(model, processor, frames, ids, repeats=3):
+    """Best of `repeats` (the machine is shared: the minimum is the least disturbed run)."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        enc = processor.image_processor(images=frames, return_tensors="pt")
+        forward(model, ids, enc["pixel_values"], enc["image_grid_thw"])
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def naive_turn(model, ids, pixel_values, grids, turn, k, patches_per_frame):
@@ -107,7 +144,13 @@ def main():
     largest_measured = max([t for t in args.frames if t <= args.naive_max_frames], default=None)
     for T in args.frames:
         frames = all_frames[:T]
-        engine, ids, turns = run_engine(model, processor, frames, args.new_tokens)
+        with PhaseTimer() as phases:
+            engine, ids, turns = run_engine(model, processor, frames, args.new_tokens)
+        if T <= 64:  # cheap enough to repeat: keep the less disturbed run
+            with PhaseTimer() as again:
+                second = run_engine(model, processor, frames, args.new_tokens)
+            if second[0] < engine:
+                (engine, ids, turns), phases = second, again
         full = run_full(model, processor, frames, ids)
         estimated = T > args.naive_max_frames
         naive = run_naive(model, processor, frames, ids, turns, args.naive_samples if estimated else None)
@@ -116,10 +159,23 @@ def main():
             check = run_naive(model, processor, frames, ids, turns, args.naive_samples)
             note = f" (the {args.naive_samples}-turn estimator gives {check:.1f}s here: {check / naive - 1:+.0%})"
         kind = f"ESTIMATED from {args.naive_samples} timed turns" if estimated else "measured"
+        ratio = engine / full
+        lm_s, vis_s = phases.seconds["_forward"], phases.seconds["_encode"]
+        n_lm, n_vis = phases.calls["_forward"], phases.calls["_encode"]
+        excess = engine - full
+        naive_goal = ""
+        if T == 256:
+            naive_goal = " (goal >= 20x met)" if naive / engine >= 20 else " (goal >= 20x MISSED)"
+        goal = "goal <= 1.5x met" if ratio <= 1.5 else f"goal <= 1.5x MISSED by {ratio / 1.5 - 1:.0%}"
         line = (
             f"{args.arch}-{args.size}, T={T} frames, {len(ids)} tokens: engine {engine:.2f}s = "
-            f"{engine / full:.2f}x one full forward ({full:.2f}s); naive re-prefill {naive:.1f}s ({kind}) = "
-            f"{naive / engine:.1f}x the engine{note}"
+            f"{ratio:.2f}x one full forward ({full:.2f}s), {goal}; naive re-prefill {naive:.1f}s ({kind}) = "
+            f"{naive / engine:.1f}x the engine{naive_goal}{note}. Engine split: {n_lm} language-model calls {lm_s:.2f}s "
+            f"({lm_s / n_lm * 1e3:.1f} ms/call, {lm_s / engine:.0%}), {n_vis} vision-encoder calls {vis_s:.2f}s "
+            f"({vis_s / n_vis * 1e3:.1f} ms/call, {vis_s / engine:.0%}), rest {engine - lm_s - vis_s:.2f}s; the excess "
+            f"over the full forward, {excess:.2f}s, is {excess / (n_lm + n_vis) * 1e3:.1f} ms x {n_lm + n_vis} calls "
+            f"(vs 1 call): per-call cost (Python dispatch through the HF modules, small matmuls, per-frame vision "
+            f"encoding), since the two do the same attention and matmul work over the same tokens"
         )
         if args.no_record:
             print(line)

@@ -56,7 +56,8 @@ class HFStreamingPolicy:
     Args:
         model (`PreTrainedModel`): a Qwen2.5-VL / Qwen3-VL model (PEFT-wrapped is fine).
         processor (`ProcessorMixin`): its processor, with the state tokens (SPEC §2) in its tokenizer.
-        sampling (`SamplingParams`, *optional*): per-turn decoding; defaults to greedy with a 32-token cap.
+        sampling (`SamplingParams`, *optional*): per-turn decoding; defaults to greedy with a 32-token cap and
+            ``defer_capped_stop=True`` (a policy returns text only, so a capped turn's stop needs no model call).
         max_frames (`int`, *optional*): keep only the latest K frames (text stays); ``observation.meta
             ["max_frames"]`` (set by `proactive_eval.streaming.run_episode`) takes precedence.
         system_prompt (`str`, *optional*): the system turn; defaults to `proactive_rl.chat.DEFAULT_SYSTEM_PROMPT`.
@@ -81,7 +82,7 @@ class HFStreamingPolicy:
     ):
         self.model = model
         self.processor = processor
-        self.sampling = sampling or SamplingParams()
+        self.sampling = sampling or SamplingParams(defer_capped_stop=True)
         self.max_frames = max_frames
         self.system_prompt = system_prompt
         self.timestamp_format = timestamp_format

@@ -26,6 +26,11 @@ class SamplingParams:
             past the tokenizer's vocabulary (ids without text).
         seed (`int`, *optional*): seeds the session's sampling generator at its first sampled turn (reproducible
             rollouts); without it the seed is drawn from torch's global RNG.
+        defer_capped_stop (`bool`, *optional*, defaults to `False`): when every live row reaches `max_new_tokens`
+            and there is a single stop token, that stop is known without the model, so the last content token is
+            not fed on its own: it joins the next chunk's forward with the stop (one model call less per capped
+            turn). The stop's log-probability is then unknown (``nan``) and `TurnOutput.truncated` means "hit the
+            cap". For evaluation, where only the text is used; rollouts that train on log-probabilities keep it off.
     """
 
     max_new_tokens: int = 32
@@ -36,6 +41,7 @@ class SamplingParams:
     stop_token_ids: list[int] | None = None
     suppress_token_ids: list[int] | None = None
     seed: int | None = None
+    defer_capped_stop: bool = False
 
     def __post_init__(self):
         if self.max_new_tokens < 1:

@@ -182,6 +182,58 @@ def test_eviction_matches_full_forward_over_kept_frames(tiny):
     assert session.n_images_encoded == turns  # re-prefills reuse the kept frames' features
 
 
+def test_deferred_capped_stop_equals_full_forward_and_naive_greedy(tiny):
+    """`defer_capped_stop`: a capped turn's last content token and its stop are fed with the next chunk. Greedy
+    output still equals re-prefill decoding, `token_ids()` holds the deferred tokens, every fed position's logits
+    equal a full forward, and each capped turn costs one model call less."""
+    model, processor = tiny
+    stop = processor.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    rng = np.random.default_rng(12)
+    session = StreamingSession(model, processor, record_logits=True)
+    ids, frames, capped = [], [], 0
+    for turn in range(6):
+        text = user_chunk(turn, turn == 0)
+        frames.append(frame(rng))
+        ids += chunk_ids(processor, text, [frames[-1]])
+        session.append(text, [frames[-1]])
+        calls = session.n_forward_calls
+        out = session.generate(SamplingParams(max_new_tokens=2, defer_capped_stop=True))
+        want = naive_greedy(model, processor, ids, frames, 2, stop)
+        assert out.token_ids[0] == want, f"turn {turn}"
+        ids += want
+        assert session.token_ids() == ids  # the deferred tokens are part of the dialogue already
+        if out.truncated[0]:
+            capped += 1
+            assert np.isnan(out.logprobs[0][-1]) and len(want) == 3
+            assert session.n_forward_calls - calls == 1  # 2 content tokens: only the first is fed on its own
+    assert capped >= 3
+    # the last turn's content token and stop are still pending: the cache ends two tokens earlier
+    reference = full_logits(model, processor, ids[:-2], frames)
+    assert session.logits().shape == reference.shape
+    assert (session.logits() - reference).abs().max().item() <= TOL
+
+
+def test_deferred_capped_stop_in_a_forked_group_with_eviction(tiny):
+    """Deferred tokens of different rows (after sampled turns of different lengths) survive a re-prefill."""
+    model, processor = tiny
+    rng = np.random.default_rng(13)
+    session = StreamingSession(model, processor, max_frames=2, record_logits=True)
+    frames = [frame(rng)]
+    session.append(user_chunk(0, True), frames)
+    group = session.fork(3)
+    stop = processor.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    params = SamplingParams(max_new_tokens=2, do_sample=True, temperature=1.5, seed=3, defer_capped_stop=True)
+    for turn in range(1, 5):
+        out = group.generate(params)
+        assert all(t[-1] == stop for t in out.token_ids)
+        frames.append(frame(rng))
+        group.append(user_chunk(turn, False), [frames[-1]])
+    assert group.n_rebuilds == 3
+    for row in range(3):
+        reference = full_logits(model, processor, group.token_ids(row), frames[-2:])
+        assert (group.logits(row) - reference).abs().max().item() <= TOL, f"row {row}"
+
+
 def test_forked_group_decodes_as_a_batch(tiny):
     """fork(G) after a shared prefix: sampled rows of different lengths (holes in the cache) each still equal a
     full forward over their own dialogue, and the shared frames are encoded once."""
