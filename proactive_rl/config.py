@@ -74,6 +74,17 @@ def parse_mixture(raw: Any, where: str = "dataset_mixture") -> list[DatasetSourc
     return [DatasetSource.from_dict(item, f"{where}[{i}]") for i, item in enumerate(raw)]
 
 
+def check_data_arguments(args) -> None:
+    """Parse ``dataset_mixture`` / ``eval_mixture`` and check ``on_bad_record`` of a trainer's script arguments."""
+    if args.dataset_mixture is None:
+        raise ValueError("dataset_mixture: required (a list of sources: episode files or synthetic tasks)")
+    args.dataset_mixture = parse_mixture(args.dataset_mixture, "dataset_mixture")
+    if args.eval_mixture is not None:
+        args.eval_mixture = parse_mixture(args.eval_mixture, "eval_mixture")
+    if args.on_bad_record not in ON_ERROR:
+        raise ValueError(f"on_bad_record: expected one of {ON_ERROR}, got {args.on_bad_record!r}")
+
+
 @dataclass
 class SFTScriptArguments:
     """Data of an SFT run.
@@ -106,13 +117,7 @@ class SFTScriptArguments:
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
     def __post_init__(self):
-        if self.dataset_mixture is None:
-            raise ValueError("dataset_mixture: required (a list of sources: episode files or synthetic tasks)")
-        self.dataset_mixture = parse_mixture(self.dataset_mixture, "dataset_mixture")
-        if self.eval_mixture is not None:
-            self.eval_mixture = parse_mixture(self.eval_mixture, "eval_mixture")
-        if self.on_bad_record not in ON_ERROR:
-            raise ValueError(f"on_bad_record: expected one of {ON_ERROR}, got {self.on_bad_record!r}")
+        check_data_arguments(self)
         if self.truncation not in TRUNCATION:
             raise ValueError(f"truncation: expected one of {TRUNCATION}, got {self.truncation!r}")
         if self.max_frames is not None and self.max_frames < 1:

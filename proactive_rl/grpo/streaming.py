@@ -26,7 +26,7 @@ import torch
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
-from proactive_rl.config import ON_ERROR, parse_mixture
+from proactive_rl.config import ON_ERROR, check_data_arguments
 from proactive_rl.grpo.rollout import frames_of, rollout_window
 from proactive_rl.grpo.trl_overrides import StreamingOverridesMixin
 from proactive_rl.grpo.windows import TASK_REWARDS, RolloutWindow, build_windows, composition
@@ -116,13 +116,7 @@ class StreamingGRPOScriptArguments:
     def __post_init__(self):
         if self.trainer != "grpo_streaming":
             raise ValueError(f"trainer: this entry point runs 'grpo_streaming', got {self.trainer!r}")
-        if self.dataset_mixture is None:
-            raise ValueError("dataset_mixture: required (a list of sources: episode files or synthetic tasks)")
-        self.dataset_mixture = parse_mixture(self.dataset_mixture, "dataset_mixture")
-        if self.eval_mixture is not None:
-            self.eval_mixture = parse_mixture(self.eval_mixture, "eval_mixture")
-        if self.on_bad_record not in ON_ERROR:
-            raise ValueError(f"on_bad_record: expected one of {ON_ERROR}, got {self.on_bad_record!r}")
+        check_data_arguments(self)
 
     def windows(self, sources) -> list[RolloutWindow]:
         from proactive_rl.data import load_mixture
