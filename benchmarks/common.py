@@ -30,8 +30,14 @@ def machine() -> str:
     return ", ".join(parts)
 
 
-def record(section: str, line: str, command: str | None = None) -> None:
-    """Print `line` and append it under `section` in RESULTS.md with the command, machine and date."""
+def record(section: str, line: str, command: str | None = None, dry: bool = False) -> None:
+    """Print `line` and append it under `section` in RESULTS.md with the command, machine and date.
+
+    With ``dry=True`` (a benchmark's ``--no-record``) the line is printed under its section and nothing is written.
+    """
+    if dry:
+        print(f"[{section}] {line}")
+        return
     command = command or "python " + " ".join(shlex.quote(a) for a in sys.argv)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(line)

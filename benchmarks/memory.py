@@ -88,10 +88,7 @@ def main(argv: list[str] | None = None) -> None:
             parts.append(f"{name}: {mib:,.0f} MiB{extra}, {seconds:.0f} s")
             print(parts[-1], flush=True)
     line = f"peak RSS, {args.steps} optimizer steps each, one process each: " + "; ".join(parts)
-    if args.no_record:
-        print(f"[{SECTION}] {line}")
-    else:
-        record(f"{SECTION}: peak RSS of the tiny recipes", line)
+    record(f"{SECTION}: peak RSS of the tiny recipes", line, dry=args.no_record)
 
 
 if __name__ == "__main__":

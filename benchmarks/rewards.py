@@ -66,10 +66,7 @@ def main() -> None:
         f"{args.repeats}); end-to-end TRL count reward incl. parsing: {n / trl_s:,.0f} trajectories/s "
         f"({trl_s:.3f} s, {trl_s / prs_s:.2f}x the PRS-B time)"
     )
-    if args.no_record:
-        print(line)
-    else:
-        record("rewards: PRS-B throughput", line)
+    record("rewards: PRS-B throughput", line, dry=args.no_record)
 
 
 if __name__ == "__main__":

@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     G = args.generations
 
     def emit(section: str, line: str) -> None:
-        print(f"[{section}] {line}") if args.no_record else record(section, line)
+        record(section, line, dry=args.no_record)
 
     model, processor, windows = setup(args.windows)
     groups = [streaming(model, processor, w, f, G, params(0)) for w, f in windows]  # warm-up, and the shapes

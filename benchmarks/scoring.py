@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
         args.prompts = min(args.prompts, 96)
 
     def emit(section: str, line: str) -> None:
-        print(f"[{section}] {line}") if args.no_record else record(section, line)
+        record(section, line, dry=args.no_record)
 
     r = bench_prs(args.episodes)
     emit(

@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
 
     def emit(section: str, line: str) -> None:
-        print(f"[{section}] {line}") if args.no_record else record(section, line)
+        record(section, line, dry=args.no_record)
 
     r = bench_loss(StepBench(args.batch), args.steps)
     verdict = (

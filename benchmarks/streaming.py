@@ -177,10 +177,7 @@ def main():
             f"(vs 1 call): per-call cost (Python dispatch through the HF modules, small matmuls, per-frame vision "
             f"encoding), since the two do the same attention and matmul work over the same tokens"
         )
-        if args.no_record:
-            print(line)
-        else:
-            record("streaming engine (SPEC §9)", line)
+        record("streaming engine (SPEC §9)", line, dry=args.no_record)
 
 
 if __name__ == "__main__":
