@@ -1,6 +1,7 @@
 """The evaluation recipes (recipes/pvqa, recipes/p3i_bench, recipes/proactivebench/eval_*) parse, cite their paper
 section, show their launch command, and dry-run: each evaluator, with its data swapped for a synthetic stand-in of the
-same kind and its judge for the rule judge, evaluates a tiny model end to end (issue 8, acceptance 4)."""
+same kind and its judge for the rule judge, evaluates a tiny model end to end (issue 8, acceptance 4). OEG reads
+ProactiveBench JSONL only, so its stand-in is a synthetic environment exported as a JSONL record with PNG images."""
 
 from __future__ import annotations
 
@@ -43,14 +44,16 @@ def test_recipe_parses_cites_and_shows_its_command(path):
     assert "§" in header, f"{path}: name the paper section the setting comes from"
 
 
-def _stand_in(evaluator, path: Path):
+def _stand_in(evaluator, data_dir: Path):
     """The evaluator with tiny synthetic data of the same kind, one item, two tokens, and the rule judge."""
-    if evaluator.type == "mcqa":
+    if evaluator.type in ("mcqa", "oeg"):
         kinds = {"ROD": "occlusion", "VSOD": "occlusion", "IN-C": "corruption", "QD": "sketch", "MVP-N": "zoom_out"}
         kind = kinds.get(evaluator.environments[0].get("dataset"), "sketch")
-        return dataclasses.replace(
-            evaluator, environments=[{"kind": kind, "n": 1, "seed": 3}], max_items=1, max_new_tokens=2
-        )
+        envs = [{"kind": kind, "n": 1, "seed": 3}]
+        if evaluator.type == "oeg":
+            envs = [_exported(kind, data_dir)]
+        judge = {"type": "rule", "kind": "token_f1"} if evaluator.type == "oeg" else evaluator.judge
+        return dataclasses.replace(evaluator, environments=envs, max_items=1, max_new_tokens=2, judge=judge)
     sources = []
     for src in evaluator.episodes:
         task = Path(src.source).stem if Path(src.source).stem in TASKS else "pvqa"
@@ -63,6 +66,19 @@ def _stand_in(evaluator, path: Path):
     return dataclasses.replace(evaluator, episodes=sources, max_items=1, max_new_tokens=2, judge=judge)
 
 
+def _exported(kind: str, data_dir: Path) -> dict:
+    """One synthetic environment of `kind` written as a ProactiveBench JSONL record (with its rule) and PNG images."""
+    import json
+
+    from proactive_rl.synthetic import make_environments
+    from proactive_rl.synthetic.export import export_environments
+
+    export_environments(data_dir, kind, make_environments(kind, 1, 3))
+    path = data_dir / f"{kind}.jsonl"
+    rule = json.loads(path.read_text().splitlines()[0])["dataset_rule"]
+    return {"path": str(path), "dataset": rule, "data_dir": str(data_dir)}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", EVAL_RECIPES, ids=IDS)
 def test_recipe_dry_run_on_a_tiny_model(path, tmp_path):
@@ -70,8 +86,9 @@ def test_recipe_dry_run_on_a_tiny_model(path, tmp_path):
     from proactive_rl.models import build_tiny
 
     config = load_eval_config(str(path))
-    evaluators = build_evaluators([_stand_in(e, path) for e in config.evaluators])
+    evaluators = build_evaluators([_stand_in(e, tmp_path / "data") for e in config.evaluators])
     model, processor = build_tiny("qwen2_5_vl", "xs")
     results = evaluate_model(model.eval(), processor, evaluators, out_dir=tmp_path, plots=False)
     assert results["complete"], results["incomplete"]
     assert {e.name for e in evaluators} == set(results["evaluators"])
+    assert all(entry["metrics"] for entry in results["evaluators"].values())

@@ -1,7 +1,8 @@
 """Evaluators as training callbacks, and the checkpoint evaluation behind `proactive-rl eval` (issue 7).
 
 - `ProactiveEvalCallback`: a `transformers.TrainerCallback` evaluating the live model (streaming PRS, PAUC with a
-  judge, ProactiveBench MCQA acc / ps) on save / evaluate / every N steps, ZeRO-3 safe, failure tolerant.
+  judge, ProactiveBench MCQA acc / ps and OEG agg / acc / ps with a judge) on save / evaluate / every N steps,
+  ZeRO-3 safe, failure tolerant.
 - `EvalCallbackConfig` / `EvaluatorConfig`: its configuration, the ``eval_callback`` block of a recipe.
 - `evaluate_model`: one evaluation of a model on every rank (the callback and `proactive-rl eval` share it).
 """
@@ -12,6 +13,7 @@ from proactive_rl.callbacks.evaluators import (
     EVALUATORS,
     Evaluator,
     MCQAEvaluator,
+    OEGEvaluator,
     PAUCEvaluator,
     PRSEvaluator,
     build_evaluators,
@@ -25,6 +27,7 @@ __all__ = [
     "Evaluator",
     "EvaluatorConfig",
     "MCQAEvaluator",
+    "OEGEvaluator",
     "PAUCEvaluator",
     "PRSEvaluator",
     "ProactiveEvalCallback",

@@ -11,6 +11,8 @@ Example (a recipe's ``eval_callback`` block; every key is optional except ``eval
         - {type: pauc, episodes: [{source: data/pvqa_val.json}], max_items: 50,
            judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
         - {type: mcqa, environments: [{kind: occlusion, n: 8, seed: 7}]}
+        - {type: oeg, environments: [{path: data/QD_preprocessed_test.jsonl, dataset: QD}], max_new_tokens: 256,
+           judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
 
 Everything is validated when the recipe is parsed, so a typo fails before the first training step.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-EVALUATOR_TYPES = ("prs", "pauc", "mcqa")
+EVALUATOR_TYPES = ("prs", "pauc", "mcqa", "oeg")
 JUDGE_TYPES = ("rule", "openai")
 
 
@@ -37,24 +39,45 @@ def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> di
     return raw
 
 
+def _environments(envs: Any, type_: str, where: str) -> list[dict]:
+    """The ``environments`` of an mcqa / oeg evaluator: a non-empty list of mappings."""
+    if isinstance(envs, dict):
+        envs = [envs]
+    if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
+        raise ValueError(f"{where}: expected a list of {{kind, n, seed}} or {{path}} mappings")
+    for i, env in enumerate(envs):
+        if type_ == "oeg" and "path" not in env:
+            raise ValueError(
+                f"{where}[{i}]: an oeg evaluator needs 'path' (ProactiveBench JSONL, with 'dataset' and 'data_dir')"
+            )
+        if "kind" not in env and "path" not in env:
+            raise ValueError(f"{where}[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
+    return envs
+
+
 @dataclass
 class EvaluatorConfig:
     """One evaluator.
 
     Args:
-        type (`str`): ``prs`` (streaming PRS-U/B, SPEC §4), ``pauc`` (streaming PAUC with a judge, SPEC §5) or
-            ``mcqa`` (ProactiveBench acc / ps, SPEC §6).
+        type (`str`): ``prs`` (streaming PRS-U/B, SPEC §4), ``pauc`` (streaming PAUC with a judge, SPEC §5),
+            ``mcqa`` (ProactiveBench acc / ps, SPEC §6) or ``oeg`` (ProactiveBench open-ended agg / acc / ps with a
+            judge, SPEC §6).
         name (`str`, *optional*): the metric prefix and folder name; defaults to the type.
         episodes (`list`, *optional*): ``prs`` / ``pauc``: held-out episode sources, the form of
             ``dataset_mixture`` (`proactive_rl.config.DatasetSource`: episode files or synthetic tasks).
         environments (`list`, *optional*): ``mcqa``: ``{kind, n, seed, size}`` synthetic environments
-            (`proactive_rl.synthetic.make_environments`) or ``{path, dataset, data_dir}`` ProactiveBench JSONL.
+            (`proactive_rl.synthetic.make_environments`) or ``{path, dataset, data_dir}`` ProactiveBench JSONL;
+            ``oeg``: ``{path, dataset, data_dir}`` only.
         max_items (`int`, *optional*): evaluate only the first N episodes / environments.
         max_new_tokens (`int`, *optional*, defaults to `16`): longest assistant turn.
         max_frames (`int`, *optional*): keep only the latest K frames in context (SPEC §2).
         alpha (`float`, *optional*, defaults to `0.05`): PRS temporal decay (SPEC §4).
-        judge (`dict`, *optional*): ``pauc``: ``{type: rule, kind: token_f1|rouge_l}`` (default) or
-            ``{type: openai, base_url, model, ...}`` (any `proactive_eval.judges.OpenAIJudge` argument).
+        judge (`dict`, *optional*): ``pauc`` / ``oeg``: ``{type: rule, kind: token_f1|rouge_l}`` (default) or
+            ``{type: openai, base_url, model, ...}`` (any `proactive_eval.judges.OpenAIJudge` argument; ``oeg``
+            sets its ``system_prompt`` to the authors' OEG judge prompt).
+        hint (`bool`, *optional*, defaults to `False`): ``oeg``: append the generic OEG hint to the question
+            (ProactiveBench Table 9; `proactive_eval.oeg.OEG_HINT`).
     """
 
     type: str
@@ -66,6 +89,7 @@ class EvaluatorConfig:
     max_frames: int | None = None
     alpha: float = 0.05
     judge: dict[str, Any] | None = None
+    hint: bool = False
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> EvaluatorConfig:
@@ -79,16 +103,10 @@ class EvaluatorConfig:
             from proactive_rl.config import parse_mixture
 
             cfg.episodes = parse_mixture(cfg.episodes, f"{where}.episodes")
-        if cfg.type == "mcqa":
-            envs = cfg.environments
-            if isinstance(envs, dict):
-                envs = [envs]
-            if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
-                raise ValueError(f"{where}.environments: expected a list of {{kind, n, seed}} or {{path}} mappings")
-            for i, env in enumerate(envs):
-                if "kind" not in env and "path" not in env:
-                    raise ValueError(f"{where}.environments[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
-            cfg.environments = envs
+        if cfg.type in ("mcqa", "oeg"):
+            cfg.environments = _environments(cfg.environments, cfg.type, f"{where}.environments")
+        if not isinstance(cfg.hint, bool) or (cfg.hint and cfg.type != "oeg"):
+            raise ValueError(f"{where}.hint: a boolean, for oeg evaluators only; got {cfg.hint!r} ({cfg.type})")
         for key in ("max_items", "max_frames"):
             value = getattr(cfg, key)
             if value is not None and (not isinstance(value, int) or value < 1):

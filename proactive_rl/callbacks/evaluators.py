@@ -1,10 +1,12 @@
-"""The evaluators the callback and `proactive-rl eval` run: streaming PRS, streaming PAUC, ProactiveBench MCQA.
+"""The evaluators the callback and `proactive-rl eval` run: streaming PRS, streaming PAUC, ProactiveBench MCQA and
+ProactiveBench open-ended generation (OEG).
 
 An evaluator is used in three stages, so that the expensive part is spread over ranks and the rest is not:
 
 1. ``items()``: the episodes / environments, built once, identically on every rank (deterministic);
 2. ``generate(model, processor, items)``: run the model on this rank's shard; returns picklable records
-   (``{"id", "responses"}`` per episode, ``{"id", "success", "turns", ...}`` per environment);
+   (``{"id", "responses"}`` per episode, ``{"id", "success", "turns", ...}`` per environment, ``{"id", "answer",
+   ...}`` per OEG question);
 3. ``score(records, out_dir)``: on the main process, on the gathered records of every rank: the metrics of the
    benchmark scorers (`proactive_eval.metrics`, the code the rewards share, STYLE.md #4) and the report files.
 
@@ -46,6 +48,21 @@ def frames_of(episode):
     from proactive_eval.video import iter_frames
 
     return list(iter_frames(episode))
+
+
+def make_judge(config: dict[str, Any], **defaults):
+    """A judge from an evaluator's ``judge`` block: `RuleJudge` for ``type: rule``, else `OpenAIJudge` with
+    `defaults` under the block's own options (a judge that stays down fails the scoring stage)."""
+    from proactive_eval.judges import OpenAIJudge, RuleJudge
+
+    options = {k: v for k, v in config.items() if k != "type"}
+    if config.get("type", "rule") == "rule":
+        return RuleJudge(**options)
+    return OpenAIJudge(**{"on_failure": "raise", **defaults, **options})
+
+
+def _jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
 def _fmt_items(items) -> str:
@@ -159,12 +176,7 @@ class PAUCEvaluator(_StreamingEvaluator):
         return episodes
 
     def judge(self):
-        from proactive_eval.judges import OpenAIJudge, RuleJudge
-
-        options = {k: v for k, v in self.config.judge.items() if k != "type"}
-        if self.config.judge.get("type", "rule") == "rule":
-            return RuleJudge(**options)
-        return OpenAIJudge(**{"on_failure": "raise", **options})
+        return make_judge(self.config.judge)
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_pauc
@@ -258,12 +270,77 @@ class MCQAEvaluator(Evaluator):
         scored = Scored(metrics, summary, samples)
         if out_dir is not None:
             path = out_dir / "outcomes.jsonl"
-            atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            atomic_write_text(path, _jsonl(records))
             scored.files = {"outcomes": str(path)}
         return scored
 
 
-EVALUATORS = {"prs": PRSEvaluator, "pauc": PAUCEvaluator, "mcqa": MCQAEvaluator}
+class OEGEvaluator(Evaluator):
+    """ProactiveBench open-ended generation (SPEC §6; ProactiveBench §3.1, App. B, Tables 8-9): one free-form answer
+    per environment, to its first image and its question without options (`proactive_eval.oeg`), judged against
+    the valid answers; ``agg`` / ``acc`` (category) / ``ps`` are rates × 100, overall and per dataset."""
+
+    SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answer", "valid_answers", "judge", "aggregate"]
+
+    def _load(self) -> list:
+        from proactive_rl.grpo.mcqa_data import proactivebench_environments
+
+        specs = self.config.environments
+        return [e for s in specs for e in proactivebench_environments(s["path"], s.get("dataset"), s.get("data_dir"))]
+
+    def generate(self, model, processor, items: list) -> list[dict]:
+        from proactive_eval.oeg import oeg_question, oeg_valid_answers
+        from proactive_rl.callbacks.policy import image_answer_fn, observation_image
+
+        answer = image_answer_fn(model, processor, self.config.max_new_tokens)
+        records = []
+        for env in items:
+            valid = oeg_valid_answers(env)
+            observation = env.reset()
+            prompt = oeg_question(observation.prompt, self.config.hint)
+            text = answer(observation_image(observation), prompt)
+            records.append(
+                {"id": env.id, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
+            )
+        return records
+
+    def score(self, records, out_dir, plots=True) -> Scored:
+        from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
+        from proactive_eval.metrics import oeg_judgment, oeg_summary
+        from proactive_eval.predictions import atomic_write_text
+
+        if out_dir is not None:  # written before judging: a judge that is down must not lose what the model said
+            atomic_write_text(out_dir / "predictions.jsonl", _jsonl(records))
+        judge = make_judge(self.config.judge, system_prompt=OEG_SYSTEM_PROMPT)
+        prompts = [oeg_prompt(r["prompt"], r["valid_answers"], r["answer"]) for r in records]
+        raw = judge.complete_many(prompts, progress=self.progress)
+        rows = [{**r, "judge": j, **oeg_judgment(j, r["valid_answers"], r["dataset"])} for r, j in zip(records, raw)]
+        groups: dict[str, list[dict]] = {}
+        for row in rows:
+            groups.setdefault(row["dataset"], []).append(row)
+        summary = {**oeg_summary(rows), "groups": {g: oeg_summary(rs) for g, rs in sorted(groups.items())}}
+        summary["judge_stats"] = judge.stats.as_dict()
+        keys = ("agg", "acc", "ps")
+        metrics = {k: float(summary[k]) for k in keys}
+        if len(groups) > 1:
+            metrics.update({f"{g}/{k}": float(s[k]) for g, s in summary["groups"].items() for k in keys})
+        columns = self.SAMPLE_COLUMNS[1:]
+        samples = [[self.name] + [r[c] for c in columns] for r in rows[: self.log_samples]]
+        scored = Scored(metrics, summary, samples)
+        if out_dir is not None:
+            atomic_write_text(out_dir / "judgments.jsonl", _jsonl(rows))
+            table = ["| dataset | n | agg | acc | ps |", "|---|---|---|---|---|"]
+            table += [
+                f"| {g} | {s['n']} | {s['agg']:.1f} | {s['acc']:.1f} | {s['ps']:.1f} |"
+                for g, s in summary["groups"].items()
+            ]
+            atomic_write_text(out_dir / "report.md", f"# OEG: {self.name}\n\n" + "\n".join(table) + "\n")
+            names = {"predictions": "predictions.jsonl", "judgments": "judgments.jsonl", "report": "report.md"}
+            scored.files = {k: str(out_dir / f) for k, f in names.items()}
+        return scored
+
+
+EVALUATORS = {"prs": PRSEvaluator, "pauc": PAUCEvaluator, "mcqa": MCQAEvaluator, "oeg": OEGEvaluator}
 
 
 def build_evaluators(configs: list[EvaluatorConfig], progress: bool = False, log_samples: int = 4) -> list[Evaluator]:

@@ -21,6 +21,7 @@ from proactive_eval.judges.prompts import (
     parse_bits,
     parse_level,
     pauc_prompt,
+    split_oeg_prompt,
     split_pauc_prompt,
     strip_thinking,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "pauc_prompt",
     "rouge_l",
     "similarity_to_level",
+    "split_oeg_prompt",
     "split_pauc_prompt",
     "strip_thinking",
     "token_f1",

@@ -8,6 +8,7 @@ package (``open_ended_gen.py``): one 0/1 per valid answer, on the last line.
 
 from __future__ import annotations
 
+import ast
 import re
 
 PAUC_SYSTEM_PROMPT = (
@@ -47,6 +48,11 @@ OEG_SYSTEM_PROMPT = (
 )
 
 _QUESTION, _GOLD, _PRED = "Question: ", "Ground Truth Answer: ", "Predicted Answer: "
+_OEG_USER, _OEG_ANSWERS, _OEG_OUTPUT = (
+    "### User Prompt:\n",
+    "\n### Correct Answers (List):\n",
+    "\n### System Output:\n",
+)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _LEVEL = re.compile(r"^\s*(?:\**\s*(?:score|rating)\s*\**\s*[:=]?\s*)?\**([123])(?![0-9.])", re.IGNORECASE)
 _OFFICIAL_LEVEL = re.compile(r"[123]")  # ProactiveVideoQA's scorer: re.match(r"[123]", answer.strip())
@@ -125,10 +131,26 @@ def oeg_prompt(user_prompt: str, valid_answers: list[str] | str, generated_answe
     comma-separated string; dots are removed from each answer as the authors do.
     """
     answers = _answer_list(valid_answers)
-    return (
-        f"### User Prompt:\n{user_prompt}\n### Correct Answers (List):\n{answers}\n"
-        f"### System Output:\n{generated_answer}"
-    )
+    return f"{_OEG_USER}{user_prompt}{_OEG_ANSWERS}{answers}{_OEG_OUTPUT}{generated_answer}"
+
+
+def split_oeg_prompt(prompt: str) -> tuple[str, list[str], str]:
+    """Recover ``(user prompt, valid answers, generated answer)`` from :func:`oeg_prompt` output (rule judges).
+
+    >>> split_oeg_prompt(oeg_prompt("What is it?", "Add more details to the drawing, cat.", "A cat.\\nOr a dog."))
+    ('What is it?', ['Add more details to the drawing', 'cat'], 'A cat.\\nOr a dog.')
+
+    Raises `ValueError` when the text was not built by :func:`oeg_prompt`.
+    """
+    head, sep, output = prompt.partition(_OEG_OUTPUT)
+    user, sep2, answers = head.rpartition(_OEG_ANSWERS)
+    try:
+        parsed = ast.literal_eval(answers) if sep and sep2 and user.startswith(_OEG_USER) else None
+    except (SyntaxError, ValueError):
+        parsed = None
+    if not isinstance(parsed, list):
+        raise ValueError(f"not an OEG judge prompt (expected the sections of oeg_prompt): {prompt[:80]!r}")
+    return user[len(_OEG_USER) :], parsed, output
 
 
 def parse_bits(text: str | None, expected_len: int) -> list[int] | None:

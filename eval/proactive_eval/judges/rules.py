@@ -7,6 +7,10 @@ thresholds below (the project's choice; the papers only define the LLM judge):
     level 3 ("mostly covered")   if s >= 0.5
     level 2 ("partially covered") if s >= 0.2
     level 1 ("incorrect")         otherwise
+
+For ProactiveBench OEG (SPEC §6) the rule judge answers what the LLM judge would, a 0/1 list over the valid
+answers: an answer's bit is 1 when its similarity to the generated text is level 3 (s >= 0.5). A crude
+stand-in for checkpoint comparisons; it does not credit paraphrases as the LLM judge is told to.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import string
 from collections import Counter
 
 from proactive_eval.judges.base import Judge
-from proactive_eval.judges.prompts import split_pauc_prompt
+from proactive_eval.judges.prompts import split_oeg_prompt, split_pauc_prompt
 
 LEVEL_THRESHOLDS = ((0.5, 3), (0.2, 2))
 KINDS = ("token_f1", "rouge_l")
@@ -86,10 +90,15 @@ def similarity_to_level(similarity: float) -> int:
 
 
 class RuleJudge(Judge):
-    """A deterministic judge reading the same PAUC prompt as the LLM judge.
+    """A deterministic judge reading the same prompts as the LLM judge: PAUC levels (`score`) and OEG bit lists
+    (`complete`, which answers a PAUC prompt with its level as text).
 
     Args:
         kind (`str`, *optional*, defaults to `"token_f1"`): `"token_f1"` or `"rouge_l"`.
+
+    >>> from proactive_eval.judges.prompts import oeg_prompt
+    >>> RuleJudge().complete_many([oeg_prompt("What is it?", "Add more details to the drawing, cat.", "Add details")])
+    ['1, 0']
     """
 
     def __init__(self, kind: str = "token_f1"):
@@ -108,6 +117,13 @@ class RuleJudge(Judge):
 
     def score_many(self, prompts: list[str], progress: bool = True) -> list[int]:
         return [self._score(p) for p in prompts]  # microseconds each: no event loop needed
+
+    async def _fetch(self, prompt: str) -> str:
+        try:
+            _, answers, output = split_oeg_prompt(prompt)
+        except ValueError:  # a PAUC prompt
+            return str(self._score(prompt))
+        return ", ".join(str(int(self.score_pair(answer, output) == 3)) for answer in answers)
 
     def _score(self, prompt: str) -> int:
         _, gold, prediction = split_pauc_prompt(prompt)
