@@ -1,6 +1,7 @@
-"""Models: tiny local Qwen-VL models, real-checkpoint loading, and the state tokens (SPEC §2).
+"""Models: tiny local VLMs (Qwen-VL, LLaVA-NeXT), real-checkpoint loading, and the state tokens (SPEC §2).
 
-- `build_tiny(arch, size, seed)`: a Qwen2.5-VL / Qwen3-VL model and processor built locally (tests, demo).
+- `build_tiny(arch, size, seed)`: a Qwen2.5-VL / Qwen3-VL / LLaVA-NeXT-Mistral model and processor built locally
+  (tests, demo).
 - `load_model(name_or_path, ...)`: a hub id or a local directory, with the state tokens added.
 - `add_state_tokens(model, processor)`: ``</Silence>`` / ``</Response>`` as single special tokens.
 """

@@ -1,8 +1,9 @@
-"""The chat templates of the two model families, as their released processors ship them.
+"""The chat templates of the model families, as their released processors ship them.
 
 The tiny models carry the same templates as the real checkpoints so that every rendering path
-(`proactive_rl.chat`) is exercised exactly as it will be with Qwen2.5-VL / Qwen3-VL. Copied from the
-``chat_template.json`` of Qwen/Qwen2.5-VL-3B-Instruct and Qwen/Qwen3-VL-4B-Instruct.
+(`proactive_rl.chat`) is exercised exactly as it will be with Qwen2.5-VL / Qwen3-VL / LLaVA-NeXT-Mistral. Copied
+from the ``chat_template.json`` of Qwen/Qwen2.5-VL-3B-Instruct, Qwen/Qwen3-VL-4B-Instruct and
+llava-hf/llava-v1.6-mistral-7b-hf.
 """
 
 # Qwen2.5-VL-*-Instruct: adds "You are a helpful assistant." when the first message is not a system message.
@@ -146,3 +147,16 @@ QWEN3_VL_CHAT_TEMPLATE = """{%- if tools %}
     {{- '<|im_start|>assistant\\n' }}
 {%- endif %}
 """
+
+# llava-hf/llava-v1.6-mistral-7b-hf (LLaVA-NeXT-Mistral-7B, ProactiveBench §5): Mistral's ``[INST] ... [/INST]``,
+# images first in a user turn. There is no generation-prompt branch: the answer follows `` [/INST]`` directly.
+LLAVA_NEXT_MISTRAL_CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'system' %}"
+    "{{ '<<SYS>>\\n' + message['content'][0]['text'] + '\\n<</SYS>>\\n\\n' }}"
+    "{% elif message['role'] == 'user' %}{{ '[INST] ' }}{# Render all images first #}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\\n' }}{% endfor %}"
+    "{# Render all text next #}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] }}{% endfor %}"
+    "{{' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' ' + message['content'][0]['text'] + '</s> '}}"
+    "{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}"
+)

@@ -5,6 +5,8 @@ a few frames takes well under a second on a laptop CPU, with the family's own pr
 processor set to a handful of vision tokens per frame) and chat template, and a byte-level BPE tokenizer
 trained at build time (`proactive_rl.models.tokenizer`). Nothing is downloaded. `save_pretrained` on the
 model and processor gives a directory that every code path taking a hub id takes the same way.
+``arch="llava_next"`` builds the LLaVA-NeXT-Mistral stand-in of `proactive_rl.models.tiny_llava_next` (single-turn
+GRPO, ProactiveBench §5; the streaming engine and its 3-D rope positions are Qwen-VL only).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import torch
 from proactive_rl.models.templates import QWEN2_5_VL_CHAT_TEMPLATE, QWEN3_VL_CHAT_TEMPLATE
 from proactive_rl.models.tokenizer import build_tokenizer
 
-ARCHS = ("qwen2_5_vl", "qwen3_vl")
+ARCHS = ("qwen2_5_vl", "qwen3_vl", "llava_next")
 SIZES = ("xs", "s")
 
 # Per size: language model, vision tower, and the frame side the image processor resizes to (in patches).
@@ -29,7 +31,8 @@ def build_tiny(arch: str = "qwen2_5_vl", size: str = "xs", seed: int = 0, state_
     """A tiny model and its processor, built locally and deterministically.
 
     Args:
-        arch (`str`, *optional*, defaults to `"qwen2_5_vl"`): `"qwen2_5_vl"` or `"qwen3_vl"`.
+        arch (`str`, *optional*, defaults to `"qwen2_5_vl"`): `"qwen2_5_vl"`, `"qwen3_vl"` or `"llava_next"`
+            (`proactive_rl.models.tiny_llava_next.build_tiny_llava_next`).
         size (`str`, *optional*, defaults to `"xs"`): `"xs"` (hidden 64, 2 layers, 4 vision tokens per frame)
             or `"s"` (hidden 128, 4 layers, 16 vision tokens per frame).
         seed (`int`, *optional*, defaults to `0`): weight initialisation seed; the caller's RNG state is left as it was.
@@ -37,13 +40,18 @@ def build_tiny(arch: str = "qwen2_5_vl", size: str = "xs", seed: int = 0, state_
             vocabulary (SPEC §2). `False` mimics a released checkpoint, for testing `add_state_tokens`.
 
     Returns:
-        `(model, processor)`: a `Qwen2_5_VLForConditionalGeneration` / `Qwen3VLForConditionalGeneration` in fp32
-        eval mode, and a `Qwen2_5_VLProcessor` / `Qwen3VLProcessor`.
+        `(model, processor)`: a `Qwen2_5_VLForConditionalGeneration` / `Qwen3VLForConditionalGeneration` /
+        `LlavaNextForConditionalGeneration` in fp32 eval mode, and a `Qwen2_5_VLProcessor` / `Qwen3VLProcessor` /
+        `LlavaNextProcessor`.
     """
     if arch not in ARCHS:
         raise ValueError(f"unknown tiny-model arch {arch!r}; expected one of {', '.join(ARCHS)}")
     if size not in SIZES:
         raise ValueError(f"unknown tiny-model size {size!r}; expected one of {', '.join(SIZES)}")
+    if arch == "llava_next":
+        from proactive_rl.models.tiny_llava_next import build_tiny_llava_next
+
+        return build_tiny_llava_next(size, seed=seed, state_tokens=state_tokens)
     dims = _SIZES[size]
     tokenizer = build_tokenizer(state_tokens=state_tokens)
     processor = _build_processor(arch, tokenizer, dims["side"])

@@ -3,7 +3,8 @@
 Byte-level BPE (as in Qwen) encodes any text, so the corpus only decides which words are cheap; it
 covers the synthetic world's instructions and answers (counts, colours, shapes, ``Warning``,
 ``start``/``end``, ...), the dialogue's timestamps and system prompt. The Qwen chat-template tokens and
-the two state tokens (SPEC §2) are single special tokens.
+the two state tokens (SPEC §2) are single special tokens. `build_mistral_tokenizer` trains the same corpus into
+the layout of Mistral's sentencepiece-style tokenizer (``▁`` word marks, byte fallback) for the tiny LLaVA-NeXT.
 """
 
 from __future__ import annotations
@@ -120,3 +121,73 @@ def build_tokenizer(vocab_size: int = 1024, model_max_length: int = 32768, state
         clean_up_tokenization_spaces=False,
     )
     return tokenizer
+
+
+# Mistral / Llama (sentencepiece) control tokens in their order, then the two LLaVA-NeXT adds after the vocabulary.
+MISTRAL_SPECIAL_TOKENS = ("<unk>", "<s>", "</s>")
+LLAVA_SPECIAL_TOKENS = ("<image>", "<pad>")
+
+
+def build_mistral_tokenizer(vocab_size: int = 1024, model_max_length: int = 32768, state_tokens: bool = True):
+    """A Mistral-style tokenizer (as llava-hf/llava-v1.6-mistral-7b-hf ships it) trained on `CORPUS`.
+
+    The layout of the real one: ``<unk> <s> </s>``, the 256 byte-fallback tokens ``<0x00>``..``<0xFF>``, the BPE
+    pieces (``▁`` marks a leading space; the legacy normaliser prepends one to every text segment, so ``"A"`` is the
+    single piece ``▁A``), then ``<image>`` and ``<pad>``. ``<s>`` is prepended to every encoded text. Any text encodes
+    (unknown characters fall back to bytes). Deterministic.
+
+    Args:
+        vocab_size (`int`, *optional*, defaults to `1024`): BPE vocabulary trained on the corpus (bytes and added
+            tokens come on top).
+        model_max_length (`int`, *optional*, defaults to `32768`): recorded on the tokenizer.
+        state_tokens (`bool`, *optional*, defaults to `True`): include the two state tokens (SPEC §2).
+    """
+    import json
+
+    from tokenizers import Tokenizer, decoders, models, normalizers, processors, trainers
+    from tokenizers.pre_tokenizers import Metaspace
+    from transformers import PreTrainedTokenizerFast
+
+    # Train with word boundaries so pieces stay words; the trained vocabulary is then laid out as Mistral's.
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(MISTRAL_SPECIAL_TOKENS),
+        initial_alphabet=[chr(c) for c in range(32, 127)] + ["▁"],
+        show_progress=False,
+    )
+    # The option letters as words, so each is one piece (``▁A``..), as in the real vocabulary.
+    bpe.train_from_iterator([*CORPUS, "[INST] [/INST] " + " ".join(chr(65 + k) for k in range(26))], trainer=trainer)
+    trained = json.loads(bpe.to_str())["model"]
+    pieces = sorted((i, p) for p, i in trained["vocab"].items() if p not in MISTRAL_SPECIAL_TOKENS)
+    layout = [*MISTRAL_SPECIAL_TOKENS, *(f"<0x{b:02X}>" for b in range(256)), *(p for _, p in pieces)]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in trained["merges"]]
+    tok = Tokenizer(
+        models.BPE(
+            vocab={t: i for i, t in enumerate(layout)},
+            merges=merges,
+            unk_token="<unk>",
+            byte_fallback=True,
+            fuse_unk=True,
+        )
+    )
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", layout.index("<s>"))]
+    )
+    extra = list(LLAVA_SPECIAL_TOKENS) + (list(STATE_TOKENS) if state_tokens else [])
+    tok.add_special_tokens([*MISTRAL_SPECIAL_TOKENS, *extra])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        extra_special_tokens=[t for t in extra if t != "<pad>"],
+        model_max_length=model_max_length,
+        clean_up_tokenization_spaces=False,
+    )

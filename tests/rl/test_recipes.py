@@ -74,3 +74,34 @@ def test_p3i_recipe_mirrors_the_paper():
     counts = [int(s["name"].rsplit("_", 1)[1]) for s in config["dataset_mixture"]]
     assert sum(counts) == 13368 and sorted(counts) == [232, 259, 277, 600, 2000, 10000]
     assert "zero3" in (ROOT / "recipes/p3i_assistant/sft_qwen3vl_4b.yaml").read_text().splitlines()[0]
+
+
+def test_llava_next_recipes_mirror_the_paper():
+    """ProactiveBench Table 3 / Appendix C: LLaVA-NeXT-Mistral-7B on 16 A100s with ZeRO-3, and Table 5 (one column for
+    both models) as in the Qwen2.5-VL-3B recipes; the rest is copied from them."""
+    table5 = {
+        "learning_rate": 2e-5,
+        "optim": "adamw_torch",
+        "weight_decay": 0.0,
+        "lr_scheduler_type": "cosine",
+        "warmup_steps": 0,
+        "num_generations": 8,
+        "num_train_epochs": 1,
+        "use_peft": True,
+        "lora_r": 16,
+        "lora_alpha": 16,
+        "lora_dropout": 0.1,
+        "lora_target_modules": ["q_proj", "k_proj"],
+    }
+    assert yaml.safe_load((ROOT / "launch/multinode.yaml").read_text())["deepspeed_config"]["zero_stage"] == 3
+    for tag, r_p in (("050", 0.5), ("075", 0.75), ("100", 1.0)):
+        path = ROOT / f"recipes/proactivebench/grpo_llava_next_mistral_7b_rp{tag}.yaml"
+        config = yaml.safe_load(path.read_text())
+        qwen = yaml.safe_load((ROOT / f"recipes/proactivebench/grpo_qwen2_5vl_3b_rp{tag}.yaml").read_text())
+        assert config["model_name_or_path"] == "llava-hf/llava-v1.6-mistral-7b-hf" and config["r_p"] == r_p
+        assert {k: config[k] for k in table5} == table5 == {k: qwen[k] for k in table5}
+        first = path.read_text().splitlines()[0]
+        assert "launch/multinode.yaml" in first and "--num_processes 16" in first
+        assert config["per_device_train_batch_size"] * 16 * config["gradient_accumulation_steps"] == 512
+        differs = {k for k in config.keys() | qwen.keys() if config.get(k) != qwen.get(k)}
+        assert differs == {"model_name_or_path", "output_dir", "gradient_accumulation_steps"}, path
