@@ -127,7 +127,12 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
         max_new_tokens=3,
         sft={"max_steps": 2},
         grpo_streaming={"max_steps": 1, "per_device_train_batch_size": 4},
-        grpo_suggestion={"max_steps": 1, "per_device_train_batch_size": 4, "warm_start_steps": 2},
+        grpo_suggestion={
+            "max_steps": 1,
+            "per_device_train_batch_size": 4,
+            "num_generations": 4,
+            "warm_start_steps": 2,
+        },
     )
     summary = demo.run_demo(tmp_path, settings, progress=False)
     status = {s["key"]: s["status"] for s in summary["stages"]}

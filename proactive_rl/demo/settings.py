@@ -19,7 +19,7 @@ PAUC_TASK = "pvqa"
 # trains on). Its owner chose them so that a randomly initialised xs model (4 vision tokens per image) can learn the
 # categories in CPU-minutes; with the standard environments the shipped recipe learned to suggest but not to name
 # the object (held-out acc 22 -> 0, ps 0 -> 1.5 in this demo's first measurements).
-_KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", "size")
+_KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size")
 
 
 def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:

@@ -1,25 +1,23 @@
 """The ``r_p`` sweep of ProactiveBench §5 (Table 3) on the tiny CPU recipe: held-out ``acc`` and ``ps`` per ``r_p``.
 
 The paper's finding: "proactive suggestions rate increases as r_p grows" (Qwen2.5-VL-3B avg. ps 0.9 / 1.2 / 15.1
-for r_p = 0.5 / 0.75 / 1.0). This warms the tiny model up once (`suggestion_warmup`: supervised, reference images
-only), trains it with GRPO from that same checkpoint once per ``r_p`` with `recipes/tiny/grpo_suggestion.yaml`,
+for r_p = 0.5 / 0.75 / 1.0). This warms the tiny model up once (`suggestion_warmup`, supervised), trains it with GRPO from that same checkpoint once per ``r_p`` with `recipes/tiny/grpo_suggestion.yaml`,
 plays the held-out synthetic environments greedily before (once) and after, and prints a markdown table::
 
     python -m proactive_rl.experiments.suggestion_sweep --record
 
-Why this setting. GRPO can only trade a suggestion (reward ``r_p``) against a category guess (expected reward = the
-model's accuracy ``p`` on that state); ps grows with ``r_p`` only if states exist whose ``p`` lies between the
-swept values. A randomly initialised tiny model cannot learn the default environments' categories in minutes on a
-CPU (hard negatives, shapes/drawings, options matched by text under shuffled letters: 150 supervised steps stay at
-chance), so every guess is worth ~0.25 and "always suggest" wins for every ``r_p >= 0.5``. The recipe therefore uses
-the ``corruption`` kind with contrast loss only, a frame-filling object, four colours as "easy" negatives and a fixed
-option layout: colour names the category and the warm start learns it on the clean images in ~100 steps, while the
-most faded first frame stays uninformative (measured after the warm start: p ~0.2 there, ~1.0 on every later
-frame). Status (measured, see benchmarks/RESULTS.md): with 20 GRPO steps at lr 1e-3 the greedy policy does not
-move (acc 21.9, ps 0.00 at every r_p): the warm start puts only ~1-4 % on the suggestion letter, too little for
-GRPO to find in 20 steps; and this two-level p profile could at best separate r_p = 1.0 (a suggestion ties a correct
-answer) from 0.5/0.75, not 0.5 from 0.75. Open: a larger `warm_start_suggest_rate`, more GRPO steps, and states with
-0.5 < p < 0.75.
+Why this setting. GRPO trades a suggestion (reward ``r_p``) against a category guess (expected reward = the
+model's best-guess accuracy ``p`` on that state), so ps grows with ``r_p`` only if states exist whose ``p`` lies
+between the swept values. A randomly initialised tiny model cannot learn the standard environments' categories in
+CPU-minutes, and a contrast-faded image is either unreadable (p ~0.2) or readable (p ~1.0) to it, which gives every
+``r_p >= 0.5`` the same policy (the first measurements: acc 21.9, ps 0.00 at every r_p). The recipe therefore uses
+the ``merge`` corruption (`proactive_rl.synthetic.environments.merge_bins`): a frame-filling object whose four colours
+are the categories is shown with all colours merged into one, then two bins, then three, then clean; with colour
+weights .4/.25/.2/.15 the best guess is right exactly 40 / 60 / 85 / 100 % of the time at those states (the
+image names its bin and nothing more). The optimal policy then asks once for r_p = 0.5, twice for 0.75 and three
+times for 1.0 (where a red or green answer is already certain at the third state, so the tie there is broken
+either way). The warm start (`suggestion_warmup`, ``warm_start_states: all``) teaches each state's best guess and, on a
+random 20 % of rows whatever the state, which option is the suggestion; when to ask is left to GRPO.
 
 ``--record`` appends the table's summary to ``benchmarks/RESULTS.md``. Any other ``--field value`` overrides the
 recipe (e.g. ``--learning_rate 5e-4``).
@@ -86,11 +84,11 @@ def run_sweep(r_ps, recipe: Path = RECIPE, overrides: list[str] | None = None) -
 
 
 def table(results: list[dict]) -> str:
-    """A markdown table: the untrained model, then one row per r_p."""
+    """A markdown table: the warm-started model before GRPO, then one row per r_p."""
     lines = [
         "| model | acc | ps | train reward (first → last log) |",
         "|---|---|---|---|",
-        f"| untrained (same init) | {results[0]['acc_before']:.1f} | {results[0]['ps_before']:.2f} | |",
+        f"| warm start, before GRPO (same for every r_p) | {results[0]['acc_before']:.1f} | {results[0]['ps_before']:.2f} | |",
     ]
     for r in results:
         lines.append(
@@ -117,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.common import record
 
         summary = "; ".join(f"r_p={r['r_p']}: acc {r['acc']:.1f}, ps {r['ps']:.2f}" for r in results)
-        base = f"untrained acc {results[0]['acc_before']:.1f}, ps {results[0]['ps_before']:.2f}"
+        base = f"before GRPO acc {results[0]['acc_before']:.1f}, ps {results[0]['ps_before']:.2f}"
         command = "python -m proactive_rl.experiments.suggestion_sweep " + " ".join(
             map(shlex.quote, argv or sys.argv[1:])
         )

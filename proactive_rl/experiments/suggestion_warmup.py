@@ -5,8 +5,10 @@ The paper post-trains instruction-tuned VLMs that already recognise objects and 
 built from random weights can do neither, so GRPO alone has nothing to trade off (every category guess is worth
 ~0.25 and "always suggest" wins for any ``r_p >= 0.5``). This stage makes the tiny model such a base model:
 
-- it trains only on each environment's *reference* image (the informative one, ``reference_image``), never on
-  the ambiguous states, so it learns what the categories look like but nothing about when to ask;
+- by default it trains only on each environment's *reference* image (the informative one, ``reference_image``),
+  so it learns what the categories look like but nothing about when to ask; with ``states="all"`` every state on
+  the way there is a row whose target is still the correct category, so the model learns each state's best guess
+  (a base model's posterior) — and again nothing about when to ask;
 - the target is the correct category's option letter, except for a `suggest_rate` fraction of rows drawn at
   random whose target is the environment's suggestion option: the model learns which option is the suggestion
   (GRPO then samples it often enough to be rewarded), independently of the image (on the reference image that
@@ -32,8 +34,13 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 
-def reference_rows(environments: list, processor, suggest_rate: float, seed: int = 0) -> list[dict[str, Any]]:
-    """One row per environment at its reference image: tokenised prompt, image tensors, target option index.
+STATES = ("reference", "all")
+
+
+def warm_start_rows(
+    environments: list, processor, suggest_rate: float, seed: int = 0, states: str = "reference"
+) -> list[dict[str, Any]]:
+    """Tokenised warm-start rows: prompt and image tensors, target option index.
 
     Args:
         environments (`list`): synthetic `SequenceEnvironment`s (they need ``reference_image``, ``images``,
@@ -41,14 +48,20 @@ def reference_rows(environments: list, processor, suggest_rate: float, seed: int
         processor: the model's processor (chat template and image processor).
         suggest_rate (`float`): fraction of rows (drawn with `seed`) whose target is the suggestion option.
         seed (`int`, *optional*, defaults to `0`): which rows get the suggestion target.
+        states (`str`, *optional*, defaults to `"reference"`): ``"reference"``: one row per environment at its
+            informative image; ``"all"``: one row per state on the way there (`mcqa_data.environment_rows`), the
+            target being the correct category even where the image is ambiguous, so the model learns the best
+            guess of each state (its posterior) and still nothing about when to ask.
     """
     from PIL import Image
 
     from proactive_eval.environments import MCQAObservation
-    from proactive_rl.grpo.mcqa_data import mcqa_messages
+    from proactive_rl.grpo.mcqa_data import environment_rows, mcqa_messages
 
     if not 0.0 <= suggest_rate < 1.0:
         raise ValueError(f"suggest_rate: expected a fraction in [0, 1), got {suggest_rate!r}")
+    if states not in STATES:
+        raise ValueError(f"states: expected one of {', '.join(STATES)}, got {states!r}")
     rng = random.Random(seed)
     rows = []
     for env in environments:
@@ -57,12 +70,18 @@ def reference_rows(environments: list, processor, suggest_rate: float, seed: int
                 raise ValueError(f"environment {getattr(env, 'id', '?')!r}: the warm start needs `{attr}`")
         env.reset()
         options = list(env.choices)
-        observation = MCQAObservation(env.images[env.reference_image], env.prompt, options, [], 0)
+        images = [env.images[env.reference_image]]
+        if states == "all":
+            images = [row["image"] for row in environment_rows(env) if row["answer"]]
         suggestion = next(iter(env.moves))  # the suggestion option (the first valid move)
-        target = suggestion if rng.random() < suggest_rate else env.answer
-        text = processor.apply_chat_template(mcqa_messages(observation), add_generation_prompt=True, tokenize=False)
-        inputs = processor(text=[text], images=[Image.fromarray(observation.image)], return_tensors="pt")
-        rows.append({"inputs": inputs, "target": options.index(target), "n_options": len(options)})
+        for image in images:
+            observation = MCQAObservation(image, env.prompt, options, [], 0)
+            target = suggestion if rng.random() < suggest_rate else env.answer
+            text = processor.apply_chat_template(
+                mcqa_messages(observation), add_generation_prompt=True, tokenize=False
+            )
+            inputs = processor(text=[text], images=[Image.fromarray(image)], return_tensors="pt")
+            rows.append({"inputs": inputs, "target": options.index(target), "n_options": len(options)})
     return rows
 
 
@@ -77,8 +96,12 @@ def _collate(rows: list[dict], pad_id: int):
         ids[i, length - n :] = r["inputs"]["input_ids"][0]
         mask[i, length - n :] = 1
     batch = {"input_ids": ids, "attention_mask": mask}
-    for key in ("pixel_values", "image_grid_thw"):
-        batch[key] = torch.cat([r["inputs"][key] for r in rows])
+    # The processor's image fields, whatever the family: pixel_values + image_grid_thw (Qwen-VL) or pixel_values +
+    # image_sizes (LLaVA-NeXT; its crops per image depend on the image size, and the synthetic frames share one).
+    # Token-aligned fields (e.g. transformers 5's mm_token_type_ids) are not padded here, so they are left out.
+    for key, value in rows[0]["inputs"].items():
+        if key not in batch and value.shape != rows[0]["inputs"]["input_ids"].shape:
+            batch[key] = torch.cat([r["inputs"][key] for r in rows])
     targets = torch.tensor([r["target"] for r in rows])
     n_options = torch.tensor([r["n_options"] for r in rows])
     return batch, targets, n_options
@@ -93,11 +116,12 @@ def warm_start(
     batch_size: int = 16,
     suggest_rate: float = 0.1,
     seed: int = 0,
+    states: str = "reference",
 ) -> list[float]:
     """Train `model` in place on the reference images of `environments` (module docstring); returns the losses.
 
     Args:
-        model: a Qwen-VL model (`build_tiny` or loaded), trained in fp32 on its current device.
+        model: a Qwen-VL or LLaVA-NeXT model (`build_tiny` or loaded), trained in fp32 on its current device.
         processor: its processor.
         environments (`list`): training environments (synthetic).
         steps (`int`, *optional*, defaults to `100`): AdamW steps.
@@ -105,6 +129,7 @@ def warm_start(
         batch_size (`int`, *optional*, defaults to `16`): rows per step (sampled with replacement across steps).
         suggest_rate (`float`, *optional*, defaults to `0.1`): fraction of rows whose target is the suggestion option.
         seed (`int`, *optional*, defaults to `0`): row sampling seed.
+        states (`str`, *optional*, defaults to `"reference"`): which states give rows (`warm_start_rows`).
     """
     import torch
 
@@ -112,7 +137,7 @@ def warm_start(
 
     if steps < 1:
         raise ValueError(f"steps: expected >= 1, got {steps}")
-    rows = reference_rows(environments, processor, suggest_rate, seed)
+    rows = warm_start_rows(environments, processor, suggest_rate, seed, states)
     tokenizer = getattr(processor, "tokenizer", processor)
     n_max = max(r["n_options"] for r in rows)
     letters = torch.tensor(letter_token_ids(tokenizer, n_max))
@@ -155,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         learning_rate=script_args.warm_start_lr,
         suggest_rate=script_args.warm_start_suggest_rate,
         seed=training_args.seed,
+        states=script_args.warm_start_states,
     )
     model.save_pretrained(training_args.output_dir)
     processor.save_pretrained(training_args.output_dir)

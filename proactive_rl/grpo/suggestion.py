@@ -11,6 +11,10 @@ Launch (the recipe's first line says the same)::
     accelerate launch --config_file launch/zero3.yaml --num_processes 4 -m proactive_rl.grpo.suggestion \\
         --config recipes/proactivebench/grpo_qwen2_5vl_3b_rp050.yaml
 
+The paper's two models, Qwen2.5-VL-3B and LLaVA-NeXT-Mistral-7B (``grpo_llava_next_mistral_7b_rp*.yaml``), go
+through the same code: the processor's chat template and image fields (``image_grid_thw`` or ``image_sizes``) are
+whatever `AutoProcessor` returns, and TRL batches them.
+
 `proactive-rl train` dispatches here when the recipe says ``trainer: grpo_suggestion``.
 """
 
@@ -30,7 +34,7 @@ logger = logging.getLogger(__name__)
 BACKENDS = ("auto", "vllm", "transformers")
 _SOURCE_KEYS = {"source", "kind", "num_envs", "seed", "dataset", "data_dir", "max_states", "name"}
 # Difficulty knobs of the synthetic environments (`proactive_rl.synthetic.environments.EnvKnobs`) and frame size.
-_KNOB_KEYS = {"negatives", "colours", "layout", "corruptions", "object_radius", "size"}
+_KNOB_KEYS = {"negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size"}
 
 
 @dataclass
@@ -45,8 +49,9 @@ class EnvironmentSource:
         dataset (`str`, *optional*): ProactiveBench dataset (``QD``, ``ROD``, ...); defaults to each record's field.
         data_dir (`str`, *optional*): ProactiveBench image root; defaults to the JSONL's folder.
         max_states (`int`, *optional*): training rows per environment (its first states); all by default.
-        negatives, colours, layout, corruptions, object_radius, size (*optional*): synthetic difficulty knobs and frame size, passed
-            to `proactive_rl.synthetic.make_environments` (see `EnvKnobs`; defaults: the standard environments).
+        negatives, colours, layout, corruptions, object_radius, colour_weights, size (*optional*): synthetic difficulty
+            knobs and frame size, passed to `proactive_rl.synthetic.make_environments` (see `EnvKnobs`; defaults: the
+            standard environments).
     """
 
     source: str
@@ -62,6 +67,7 @@ class EnvironmentSource:
     layout: str | None = None
     corruptions: list[str] | None = None
     object_radius: float | None = None
+    colour_weights: list[float] | None = None
     size: int | None = None
 
     @classmethod
@@ -152,6 +158,8 @@ class SuggestionScriptArguments:
         warm_start_lr (`float`, *optional*, defaults to `3e-3`): its learning rate.
         warm_start_suggest_rate (`float`, *optional*, defaults to `0.1`): fraction of warm-start rows whose target is
             the suggestion option (teaches which option it is, not when to use it).
+        warm_start_states (`str`, *optional*, defaults to `"reference"`): warm-start rows from the reference images
+            only, or from ``"all"`` states with the correct category as target (each state's best guess).
         eval_before (`bool`, *optional*, defaults to `True`): also play the held-out environments before training.
     """
 
@@ -167,6 +175,7 @@ class SuggestionScriptArguments:
     warm_start_steps: int = field(default=0, metadata={"help": "Supervised warm-start steps before GRPO."})
     warm_start_lr: float = field(default=3e-3, metadata={"help": "Warm-start learning rate."})
     warm_start_suggest_rate: float = field(default=0.1, metadata={"help": "Warm-start rows targeting the suggestion."})
+    warm_start_states: str = field(default="reference", metadata={"help": "reference or all."})
     eval_before: bool = field(default=True, metadata={"help": "Evaluate the held-out environments before training."})
 
     def __post_init__(self):
@@ -181,6 +190,8 @@ class SuggestionScriptArguments:
             self.eval_environments = parse_sources(self.eval_environments, "eval_environments")
         if self.generation_backend not in BACKENDS:
             raise ValueError(f"generation_backend: expected one of {BACKENDS}, got {self.generation_backend!r}")
+        if self.warm_start_states not in ("reference", "all"):
+            raise ValueError(f"warm_start_states: expected 'reference' or 'all', got {self.warm_start_states!r}")
         if self.reward_on_error not in ON_ERROR:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
         # r_p itself is checked by the reward factory (finite number) when the reward is built.
@@ -226,8 +237,9 @@ def resolve_generation_backend(backend: str, training_args: GRPOConfig) -> str:
 
 
 def load_policy(model_args: ModelConfig, seed: int = 0):
-    """Model and processor: ``tiny:<arch>:<size>`` builds one locally, anything else loads (no state tokens:
-    single-turn MCQA does not use them)."""
+    """Model and processor: ``tiny:<arch>:<size>`` builds one locally (``arch`` one of
+    `proactive_rl.models.ARCHS`, ``llava_next`` included), anything else loads through `AutoModelForImageTextToText`
+    (Qwen2.5-VL, LLaVA-NeXT, ...; no state tokens: single-turn MCQA does not use them)."""
     from proactive_rl.models import build_tiny, load_model
 
     name = model_args.model_name_or_path
@@ -244,7 +256,11 @@ def load_policy(model_args: ModelConfig, seed: int = 0):
 
 
 def letter_token_ids(tokenizer, n: int) -> list[int]:
-    """Token ids of the option letters ``A``.. (one token each, or an error naming the letter)."""
+    """Token ids of the option letters ``A``.. (one token each, or an error naming the letter).
+
+    The letter as the model writes it first in its answer: ``A`` for Qwen's byte-level BPE, ``▁A`` for the
+    Mistral tokenizer of LLaVA-NeXT (its normaliser prepends the ``▁`` a reply after `` [/INST]`` starts with).
+    """
     ids = []
     for k in range(n):
         letter = chr(65 + k)
@@ -350,6 +366,7 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
             learning_rate=script_args.warm_start_lr,
             suggest_rate=script_args.warm_start_suggest_rate,
             seed=training_args.seed,
+            states=script_args.warm_start_states,
         )
     rows = build_rows(script_args.environments, script_args.hint)
     logger.info("training rows (single-turn environment states): %d", len(rows))

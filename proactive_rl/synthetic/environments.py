@@ -12,7 +12,8 @@ Kinds, after the datasets they stand in for (ProactiveBench App. A):
 - ``occlusion`` (ROD): a board hides the object; "move the board to the left/right" slides it one step,
   circularly. As in ROD, a category on the first, fully occluded frame counts as wrong.
 - ``corruption`` (ImageNet-C): noise, blur, pixelation or low contrast; four quality suggestions, one valid;
-  each valid request removes one severity level.
+  each valid request removes one severity level. The opt-in ``merge`` corruption (knob ``corruptions``) shows
+  colours merged into fewer and fewer bins, so that each level has an exact best-guess accuracy (`merge_bins`).
 - ``sketch`` (QuickDraw): a drawing shown stroke by stroke; "add more details" adds a stroke.
 - ``zoom_out`` (MS-COCO zoom): a tight crop of the object; "move farther" widens it one step.
 """
@@ -51,6 +52,10 @@ QUALITY_ACTIONS = {
     "pixelate": "Increase the image resolution.",
     "contrast": "Increase the contrast of the image.",
 }
+# The opt-in corruption (not drawn by default, so the standard environments stay as they are): its suggestion
+# takes the place of the contrast one among the options.
+MERGE = "merge"
+MERGE_ACTION = "Restore the colours of the image."
 
 
 @dataclass
@@ -164,6 +169,8 @@ class EnvKnobs:
         corruptions (`tuple[str]`, *optional*): corruption types drawn from (``corruption`` kind; default: all).
         object_radius (`float`, *optional*): the object's radius as a fraction of the frame (``corruption`` kind;
             default 0.28). Above 0.5 the object fills the frame, so its colour is the whole image.
+        colour_weights (`tuple[float]`, *optional*): how often each of `colours` is the answer (default: uniform).
+            With the ``merge`` corruption they set each level's best-guess accuracy (`merge_bins`).
     """
 
     negatives: str = "hard"
@@ -171,6 +178,7 @@ class EnvKnobs:
     layout: str = "shuffled"
     corruptions: tuple[str, ...] | None = None
     object_radius: float | None = None
+    colour_weights: tuple[float, ...] | None = None
 
     def __post_init__(self):
         if self.negatives not in NEGATIVES:
@@ -186,8 +194,21 @@ class EnvKnobs:
             raise ValueError(f"colours: negatives='easy' needs at least 4 colours, got {self.palette!r}")
         if self.corruptions is not None:
             object.__setattr__(self, "corruptions", tuple(self.corruptions))
-            if not self.corruptions or any(c not in CORRUPTIONS for c in self.corruptions):
-                raise ValueError(f"corruptions: expected some of {', '.join(CORRUPTIONS)}, got {self.corruptions!r}")
+            allowed = (*CORRUPTIONS, MERGE)
+            if not self.corruptions or any(c not in allowed for c in self.corruptions):
+                raise ValueError(f"corruptions: expected some of {', '.join(allowed)}, got {self.corruptions!r}")
+            if MERGE in self.corruptions and (self.negatives != "easy" or len(self.palette) != 4):
+                raise ValueError(
+                    "corruptions: 'merge' needs negatives='easy' and exactly 4 colours (the categories are the "
+                    f"four colours of one shape), got negatives={self.negatives!r}, colours={self.palette!r}"
+                )
+        if self.colour_weights is not None:
+            object.__setattr__(self, "colour_weights", tuple(float(w) for w in self.colour_weights))
+            if len(self.colour_weights) != len(self.palette) or not all(w > 0 for w in self.colour_weights):
+                raise ValueError(
+                    f"colour_weights: expected one positive weight per colour of {self.palette!r}, "
+                    f"got {self.colour_weights!r}"
+                )
 
         if self.object_radius is not None and not 0.05 <= self.object_radius <= 1.0:
             raise ValueError(
@@ -210,6 +231,7 @@ def make_environments(
     layout: str = "shuffled",
     corruptions=None,
     object_radius: float | None = None,
+    colour_weights=None,
 ) -> list[SequenceEnvironment]:
     """`n` seeded environments of one kind (``occlusion``, ``corruption``, ``sketch``, ``zoom_out``).
 
@@ -218,7 +240,7 @@ def make_environments(
     """
     if kind not in _BUILDERS:
         raise ValueError(f"unknown environment kind {kind!r}; expected one of {', '.join(KINDS)}")
-    knobs = EnvKnobs(negatives, colours, layout, corruptions, object_radius)
+    knobs = EnvKnobs(negatives, colours, layout, corruptions, object_radius, colour_weights)
     if kind == "sketch" and (knobs.negatives != "hard" or knobs.colours is not None):
         raise ValueError("negatives/colours: sketch categories are drawings; these knobs apply to the object kinds")
     if kind != "corruption" and (knobs.corruptions is not None or knobs.object_radius is not None):
@@ -308,11 +330,19 @@ def _corruption(rng, env_id: str, size: int, seed: int, knobs: EnvKnobs) -> Sequ
     colour, shape = answer.split(" ")
     kind = _pick(rng, knobs.corruptions or CORRUPTIONS)
     levels = int(rng.integers(3, 5))
-    clean = _canvas(size)
     radius = size * (knobs.object_radius or 0.28)
-    clean[shape_mask(shape, size / 2, size / 2, radius, size)] = rgb(colour)
-    images = [corrupt(clean, kind, s, levels, seed) for s in range(levels + 1)]
-    options = _shuffled(rng, list(QUALITY_ACTIONS.values()) + [_pick(rng, ABSTAIN)])
+    mask = shape_mask(shape, size / 2, size / 2, radius, size)
+    actions = dict(QUALITY_ACTIONS)
+    if kind == MERGE:
+        levels = len(knobs.palette) - 1
+        images = [_merged(mask, size, colour, merge_bins(knobs.palette, s)) for s in range(levels + 1)]
+        del actions["contrast"]
+        actions[MERGE] = MERGE_ACTION
+    else:
+        clean = _canvas(size)
+        clean[mask] = rgb(colour)
+        images = [corrupt(clean, kind, s, levels, seed) for s in range(levels + 1)]
+    options = _shuffled(rng, list(actions.values()) + [_pick(rng, ABSTAIN)])
     return SequenceEnvironment(
         id=env_id,
         dataset=DATASETS["corruption"],
@@ -322,7 +352,7 @@ def _corruption(rng, env_id: str, size: int, seed: int, knobs: EnvKnobs) -> Sequ
         options=options,
         categories=categories,
         answer=answer,
-        moves={QUALITY_ACTIONS[kind]: -1},
+        moves={actions[kind]: -1},
         first_image=levels,
         reference_image=0,
         steps_needed=levels,
@@ -401,11 +431,39 @@ def _zoom_out(rng, env_id: str, size: int, seed: int, knobs: EnvKnobs) -> Sequen
 _BUILDERS = {"occlusion": _occlusion, "corruption": _corruption, "sketch": _sketch, "zoom_out": _zoom_out}
 
 
+def merge_bins(colours, severity: int) -> list[tuple[str, ...]]:
+    """The colour bins of the ``merge`` corruption at `severity` (``0..len(colours) - 1``): the colours in order,
+    split into ``len(colours) - severity`` contiguous bins, the larger bins last. Every colour of a bin is drawn as
+    the bin's mean colour, so an image names its bin and no more: the best guess is the bin's most likely colour
+    and is right with probability ``sum over bins of max weight`` (`colour_weights`). Four colours give
+    ``[c0] [c1] [c2] [c3]``, ``[c0] [c1] [c2 c3]``, ``[c0 c1] [c2 c3]``, ``[c0 c1 c2 c3]``."""
+    colours = tuple(colours)
+    n_bins = len(colours) - severity
+    if not 1 <= n_bins <= len(colours):
+        raise ValueError(f"severity: expected 0..{len(colours) - 1}, got {severity}")
+    small, extra = divmod(len(colours), n_bins)
+    sizes = [small] * (n_bins - extra) + [small + 1] * extra
+    bounds = np.cumsum([0, *sizes])
+    return [colours[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _merged(mask: np.ndarray, size: int, colour: str, bins: list[tuple[str, ...]]) -> np.ndarray:
+    shown = next(b for b in bins if colour in b)
+    img = _canvas(size)
+    img[mask] = np.rint(np.mean([PALETTE[c] for c in shown], axis=0)).astype(np.uint8)
+    return img
+
+
 def _object_categories(rng, knobs: EnvKnobs, same_colour: bool = False) -> tuple[str, list[str]]:
     """A "colour shape" answer and three negatives: hard ones share its colour (or, if allowed, its shape); easy
     ones are its shape in other colours."""
     colours = list(knobs.palette)
-    colour, shape = _pick(rng, colours), _pick(rng, SHAPES)
+    if knobs.colour_weights is None:
+        colour = _pick(rng, colours)
+    else:
+        weights = np.asarray(knobs.colour_weights) / sum(knobs.colour_weights)
+        colour = colours[int(rng.choice(len(colours), p=weights))]
+    shape = _pick(rng, SHAPES)
     if knobs.negatives == "easy":
         negatives = [f"{c} {shape}" for c in colours if c != colour]
     else:

@@ -179,7 +179,8 @@ def test_recipes_parse_and_document_every_field(recipe):
     if "proactivebench" in recipe.parts:  # ProactiveBench Table 5
         assert training_args.learning_rate == 2e-5 and training_args.num_generations == 8
         assert training_args.lr_scheduler_type == "cosine" and training_args.warmup_steps == 0
-        assert training_args.per_device_train_batch_size * 4 * training_args.gradient_accumulation_steps == 512
+        gpus = int(re.search(r"--num_processes (\d+)", lines[0]).group(1))  # 4 for Qwen2.5-VL, 16 for LLaVA-NeXT
+        assert training_args.per_device_train_batch_size * gpus * training_args.gradient_accumulation_steps == 512
         assert script_args.r_p == {"050": 0.5, "075": 0.75, "100": 1.0}[recipe.stem[-3:]]
 
 
@@ -310,20 +311,38 @@ def test_synthetic_source_passes_its_knobs_and_checks_them_at_start_up():
 
 
 def test_warm_start_rows_use_the_reference_image_and_the_suggestion_rate():
-    from proactive_rl.experiments.suggestion_warmup import reference_rows
+    from proactive_rl.experiments.suggestion_warmup import warm_start_rows
     from proactive_rl.models import build_tiny
 
     _, processor = build_tiny("qwen2_5_vl", "xs")
     envs = make_environments("corruption", 6, seed=1, corruptions=["contrast"], **KNOBS)
-    rows = reference_rows(envs, processor, suggest_rate=0.0)
+    rows = warm_start_rows(envs, processor, suggest_rate=0.0)
     # Fixed layout: 5 action options (A-E), then red, green, blue, yellow (F-I).
     colours = KNOBS["colours"]
     assert [r["target"] for r in rows] == [5 + colours.index(e.answer.split(" ")[0]) for e in envs]
     assert all(r["n_options"] == 9 for r in rows)
-    rows = reference_rows(envs, processor, suggest_rate=0.999)
+    rows = warm_start_rows(envs, processor, suggest_rate=0.999)
     assert [r["target"] for r in rows] == [2] * 6  # "Increase the contrast of the image." is C
     with pytest.raises(ValueError, match="suggest_rate"):
-        reference_rows(envs, processor, suggest_rate=1.0)
+        warm_start_rows(envs, processor, suggest_rate=1.0)
+
+
+def test_warm_start_rows_from_all_states_target_the_category_on_every_image():
+    from proactive_rl.experiments.suggestion_warmup import warm_start_rows
+    from proactive_rl.models import build_tiny
+
+    _, processor = build_tiny("qwen2_5_vl", "xs")
+    envs = make_environments("corruption", 3, seed=2, corruptions=["merge"], **KNOBS)
+    rows = warm_start_rows(envs, processor, suggest_rate=0.0, states="all")
+    # merge: 4 states per environment (severity 3, 2, 1, clean), each row targeting the answer's letter (F-I).
+    targets = [5 + KNOBS["colours"].index(e.answer.split(" ")[0]) for e in envs for _ in range(4)]
+    assert [r["target"] for r in rows] == targets
+    # The rows hold the environment's own images, most merged first (pixel values differ between the states).
+    import torch
+
+    assert not torch.equal(rows[0]["inputs"]["pixel_values"], rows[3]["inputs"]["pixel_values"])
+    with pytest.raises(ValueError, match="states: expected one of reference, all"):
+        warm_start_rows(envs, processor, suggest_rate=0.0, states="some")
 
 
 @pytest.mark.slow

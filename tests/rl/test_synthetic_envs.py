@@ -180,3 +180,62 @@ def test_bad_knobs_fail_naming_the_knob():
         make_environments("sketch", 1, negatives="easy")
     with pytest.raises(ValueError, match="object_radius"):
         make_environments("corruption", 1, object_radius=3.0)
+
+
+# --- the "merge" corruption: states with an exact best-guess accuracy --------------------------------------------
+
+MERGE = {
+    "negatives": "easy",
+    "colours": ["red", "green", "blue", "yellow"],
+    "layout": "fixed",
+    "corruptions": ["merge"],
+    "object_radius": 0.6,
+}
+
+
+def test_merge_bins_split_the_colours_coarser_at_each_severity():
+    from proactive_rl.synthetic.environments import merge_bins
+
+    c = ("a", "b", "c", "d")
+    assert merge_bins(c, 0) == [("a",), ("b",), ("c",), ("d",)]
+    assert merge_bins(c, 1) == [("a",), ("b",), ("c", "d")]
+    assert merge_bins(c, 2) == [("a", "b"), ("c", "d")]
+    assert merge_bins(c, 3) == [("a", "b", "c", "d")]
+    with pytest.raises(ValueError, match="severity"):
+        merge_bins(c, 4)
+
+
+def test_merge_images_identify_the_bin_so_best_guess_accuracy_is_exact():
+    # Independent check of the design: group 4,000 environments' images by their bytes at each severity; the best
+    # guess (each group's most frequent answer) is right sum-over-bins-of-max-weight of the time:
+    # weights .4/.25/.2/.15 -> severity 3: .4; 2: .4 + .2 = .6; 1: .4 + .25 + .2 = .85; 0: 1.
+    weights = [0.4, 0.25, 0.2, 0.15]
+    envs = make_environments("corruption", 4000, seed=3, colour_weights=weights, **MERGE)
+    assert all(len(e.images) == 4 and e.first_image == 3 for e in envs)
+    for severity, expected in [(3, 0.4), (2, 0.6), (1, 0.85), (0, 1.0)]:
+        groups: dict = {}
+        for env in envs:
+            groups.setdefault(env.images[severity].tobytes(), []).append(env.answer)
+        best = sum(max(answers.count(a) for a in set(answers)) for answers in groups.values()) / len(envs)
+        assert best == pytest.approx(expected, abs=0.025), severity
+    # The answer colours follow the weights.
+    share = np.mean([e.answer.startswith("red") for e in envs])
+    assert share == pytest.approx(0.4, abs=0.025)
+
+
+def test_merge_environments_have_one_valid_colour_fix_and_the_oracle_solves_them():
+    envs = make_environments("corruption", 8, seed=4, **MERGE)
+    for env in envs:
+        assert env.reset().valid_actions == ["Restore the colours of the image."]
+        assert "Increase the contrast of the image." not in env.options and len(env.options) == 5
+    summary = proactivebench_summary([run_environment(env, oracle_policy(env)) for env in envs])
+    assert summary == {**summary, "acc": 100.0, "ps": 3.0}
+
+
+def test_merge_and_colour_weight_knobs_fail_naming_the_knob():
+    with pytest.raises(ValueError, match="corruptions: 'merge' needs negatives='easy' and exactly 4 colours"):
+        make_environments("corruption", 1, corruptions=["merge"])
+    with pytest.raises(ValueError, match="colour_weights: expected one positive weight per colour"):
+        make_environments("corruption", 1, colour_weights=[1, 2], **MERGE)
+    with pytest.raises(ValueError, match="colour_weights"):
+        make_environments("corruption", 1, colour_weights=[1, 0, 1, 1], **MERGE)
