@@ -16,9 +16,9 @@ TASKS = ("accident", "atomic", "compositional")
 PAUC_TASK = "pvqa"
 # The ask-for-help environments: the kind and difficulty knobs of the tiny suggestion recipe's training environments
 # (read from recipes/tiny/grpo_suggestion.yaml, so the held-out split the demo writes always matches what that stage
-# trains on). Its owner chose them so that a randomly initialised xs model (4 vision tokens per image) can learn the
-# categories in CPU-minutes; with the standard environments the shipped recipe learned to suggest but not to name
-# the object (held-out acc 22 -> 0, ps 0 -> 1.5 in this demo's first measurements).
+# trains on): the "merge" corruption, whose states have an exact best-guess accuracy, so that a randomly initialised
+# xs model (4 vision tokens per image) learns both the categories and when to ask in CPU-minutes (see the recipe and
+# proactive_rl/experiments/suggestion_sweep.py). With the standard environments it learned neither.
 _KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size")
 
 
