@@ -110,22 +110,29 @@ def _build_processor(arch: str, tokenizer, side: int):
     )
 
 
-def _build_config(arch: str, d: dict, tokenizer):
-    ids = {
-        t: tokenizer.convert_tokens_to_ids(t)
-        for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
-    }
-    # Round the vocabulary up so resizing for new tokens is rare, as in the released checkpoints.
-    vocab = -(-len(tokenizer) // 64) * 64
-    head_dim = d["hidden"] // d["heads"]
-    text = dict(
-        vocab_size=vocab,
+def text_sizes(d: dict, tokenizer) -> dict:
+    """The language model's size fields of a tiny config (`d`: one entry of the size table), shared by every
+    family; the vocabulary is rounded up to a multiple of 64 as in the released checkpoints (resizing for new
+    tokens is then rare)."""
+    return dict(
+        vocab_size=-(-len(tokenizer) // 64) * 64,
         hidden_size=d["hidden"],
         intermediate_size=d["ffn"],
         num_hidden_layers=d["layers"],
         num_attention_heads=d["heads"],
         num_key_value_heads=d["kv_heads"],
         max_position_embeddings=4096,
+    )
+
+
+def _build_config(arch: str, d: dict, tokenizer):
+    ids = {
+        t: tokenizer.convert_tokens_to_ids(t)
+        for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
+    }
+    head_dim = d["hidden"] // d["heads"]
+    text = dict(
+        **text_sizes(d, tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.pad_token_id,  # Qwen: <|endoftext|>
         eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),

@@ -78,16 +78,11 @@ def _build_processor(tokenizer):
 def _build_config(d: dict, tokenizer):
     from transformers import CLIPVisionConfig, LlavaNextConfig, MistralConfig
 
-    # Round the vocabulary up as the released checkpoint does (32064 rows for 32002 tokens).
-    vocab = -(-len(tokenizer) // 64) * 64
+    from proactive_rl.models.tiny import text_sizes
+
+    # text_sizes rounds the vocabulary up as the released checkpoint does (32064 rows for 32002 tokens).
     text = MistralConfig(
-        vocab_size=vocab,
-        hidden_size=d["hidden"],
-        intermediate_size=d["ffn"],
-        num_hidden_layers=d["layers"],
-        num_attention_heads=d["heads"],
-        num_key_value_heads=d["kv_heads"],
-        max_position_embeddings=4096,
+        **text_sizes(d, tokenizer),
         rope_parameters={"rope_type": "default", "rope_theta": 1e6},
         sliding_window=None,
         bos_token_id=tokenizer.bos_token_id,
