@@ -190,8 +190,10 @@ class SuggestionScriptArguments:
             self.eval_environments = parse_sources(self.eval_environments, "eval_environments")
         if self.generation_backend not in BACKENDS:
             raise ValueError(f"generation_backend: expected one of {BACKENDS}, got {self.generation_backend!r}")
-        if self.warm_start_states not in ("reference", "all"):
-            raise ValueError(f"warm_start_states: expected 'reference' or 'all', got {self.warm_start_states!r}")
+        from proactive_rl.experiments.suggestion_warmup import STATES
+
+        if self.warm_start_states not in STATES:
+            raise ValueError(f"warm_start_states: expected one of {', '.join(STATES)}, got {self.warm_start_states!r}")
         if self.reward_on_error not in ON_ERROR:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
         # r_p itself is checked by the reward factory (finite number) when the reward is built.

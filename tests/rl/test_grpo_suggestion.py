@@ -359,3 +359,11 @@ def test_warm_start_trains_in_place_and_lowers_the_loss():
     assert len(losses) == 8 and all(np.isfinite(losses))
     assert np.mean(losses[-2:]) < losses[0]  # 4 rows memorised: the loss falls
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_bad_warm_start_states_fail_naming_the_field():
+    from proactive_rl.grpo.suggestion import SuggestionScriptArguments
+
+    env = {"source": "synthetic", "kind": "corruption", "num_envs": 1}
+    with pytest.raises(ValueError, match="warm_start_states: expected one of reference, all, got 'some'"):
+        SuggestionScriptArguments(environments=[env], warm_start_states="some")
