@@ -1,4 +1,4 @@
-"""What `ProactiveEvalCallback` adds to the tiny SFT run (issue 7, acceptance 5).
+"""What `ProactiveEvalCallback` adds to the tiny SFT run.
 
 Trains the shipped tiny recipe (``recipes/tiny/sft.yaml``: 60 steps, a save every 30) twice in this process, without
 and with an ``eval_callback`` (streaming PRS on held-out synthetic episodes of the three training tasks, and MCQA
@@ -69,7 +69,7 @@ def main() -> None:
         f"{with_cb:.1f} s with it (+{100 * overhead:.0f}%); the callback measured {callback.total_seconds:.1f} s over "
         f"{n} evaluations ({per_eval}) of PRS on 6 episodes + MCQA on 4 environments"
     )
-    record("callback overhead (issue 7)", line)
+    record("callback overhead", line)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Memory (issue 9, item 5, CPU part): peak RSS of the tiny SFT and GRPO recipes, each in its own process.
+"""Memory: peak RSS of the tiny SFT and GRPO recipes, each in its own process.
 
 Each recipe runs as users launch it (its YAML, a few steps, a temporary output folder) under a small wrapper process
 that reports ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` of that one child, so runs do not see each other's

@@ -1,4 +1,4 @@
-"""Throughput of the reward library: PRS-B on 1,000 random trajectories of 50 turns (issue 2, acceptance 6).
+"""Throughput of the reward library: PRS-B on 1,000 random trajectories of 50 turns.
 
 Two measurements in one run: `prs_score(mode="B")` on already-parsed responses, and the end-to-end TRL count
 reward (`get_reward("count")`) that also parses each 50-turn state-token completion. Usage:

@@ -1,7 +1,7 @@
-"""Rollout cost (issue 9, item 3): multi-turn streaming rollouts vs single-turn generation, batched vs one at a time.
+"""Rollout cost: multi-turn streaming rollouts vs single-turn generation, batched vs one at a time.
 
 The tiny GRPO recipe's setting: accident episodes of 10-14 s, windows of at most 6 steps with a 3 s ground-truth
-prefix, G = 8 rollouts, at most 4 tokens per turn, sampling at T = 1 (SPEC §8), on the tiny Qwen2.5-VL.
+prefix, G = 8 rollouts, at most 4 tokens per turn, sampling at T = 1 (docs/spec.md §8), on the tiny Qwen2.5-VL.
 
 1. Streaming (`proactive_rl.grpo.rollout.rollout_window`: prefix prefilled once, forked into G rows, one frame turn
    appended and one assistant turn decoded per step) vs single-turn generation of the *same total number of

@@ -1,8 +1,8 @@
-"""Scoring cost (issue 9, item 4): PRS and PAUC over 10,000 episodes, and judge calls per second.
+"""Scoring cost: PRS and PAUC over 10,000 episodes, and judge calls per second.
 
-1. PRS (SPEC §4): `proactive_eval.metrics.score_prs` (all four variants: U/B x redundancy on/off) over random
+1. PRS (docs/spec.md §4): `proactive_eval.metrics.score_prs` (all four variants: U/B x redundancy on/off) over random
    count episodes with random predictions, and the raw `proactive_rewards.prs_score(mode="B")` loop it is built on.
-2. PAUC (SPEC §5) with the rule judge (token-F1): `score_pauc` with a `RuleJudge` (every cumulative prediction goes
+2. PAUC (docs/spec.md §5) with the rule judge (token-F1): `score_pauc` with a `RuleJudge` (every cumulative prediction goes
    through the judge prompt and back) and with `pauc_judge_fn(RuleJudge)` (``score_pair`` directly).
 3. `OpenAIJudge` against the local fake server (`tests/eval/fake_openai.py`, run in a subprocess so that it does not
    share the client's GIL) at concurrency 1, 8, 32: cache off, cache on and empty (every answer written to SQLite),

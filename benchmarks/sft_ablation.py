@@ -1,4 +1,4 @@
-"""SFT ablation on the tiny recipe: untrained vs plain CE vs focal + balanced (SPEC §3), on held-out synthetic episodes.
+"""SFT ablation on the tiny recipe: untrained vs plain CE vs focal + balanced (docs/spec.md §3), on held-out synthetic episodes.
 
     python benchmarks/sft_ablation.py [--steps N] [--episodes 10] [--config recipes/tiny/sft.yaml]
 
@@ -8,10 +8,10 @@ says otherwise, then scores held-out episodes of the recipe's tasks (accident, c
 generator seeds). Reported:
 
 - teacher-forced, at every frame step of the gold dialogue the greedy state token is the decision: state-token
-  accuracy, silence accuracy, response recall / precision, and a teacher-forced PRS-B (SPEC §4) — a response at each
+  accuracy, silence accuracy, response recall / precision, and a teacher-forced PRS-B (docs/spec.md §4) — a response at each
   step whose greedy state token is ``</Response>``, its text the target's when every content token is predicted
   right (teacher-forced), otherwise a wrong answer. It isolates the decision the loss trains;
-- free-running PRS-B (SPEC §4, exact-match content): greedy generation through the KV-cache streaming engine
+- free-running PRS-B (docs/spec.md §4, exact-match content): greedy generation through the KV-cache streaming engine
   (`proactive_rl.streaming.HFStreamingPolicy`, `proactive_eval.streaming.run_streaming`, frames from
   `proactive_rl.synthetic.render_frames`), scored by `proactive_eval.metrics.score_prs` — how the model is used.
 
@@ -46,7 +46,7 @@ def train(out: Path, config: str, steps: int, extra: list[str]) -> None:
 
 @torch.no_grad()
 def free_running_prs(model, processor, episodes, path: Path) -> float:
-    """PRS-B (× 100, SPEC §4) of greedy free-running generation through the KV-cache streaming engine."""
+    """PRS-B (× 100, docs/spec.md §4) of greedy free-running generation through the KV-cache streaming engine."""
     from proactive_eval.metrics import score_prs
     from proactive_eval.streaming import run_streaming
     from proactive_rl.streaming import HFStreamingPolicy, SamplingParams

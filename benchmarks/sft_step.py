@@ -1,4 +1,4 @@
-"""SFT step cost (issue 9, item 2): the SPEC §3 focal loss vs plain cross-entropy, and our trainer vs TRL's.
+"""SFT step cost: the docs/spec.md §3 focal loss vs plain cross-entropy, and our trainer vs TRL's.
 
 1. Loss alone: `focal_state_loss` (γ = 2, balancing on) vs `F.cross_entropy` (token mean) on the same logits,
    forward + backward, and what that difference is worth in a whole training step (forward with the trainer's

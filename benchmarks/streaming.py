@@ -1,4 +1,4 @@
-"""Streaming engine vs naive re-prefill vs one full forward pass (SPEC §9; issue 9 item 1).
+"""Streaming engine vs naive re-prefill vs one full forward pass (docs/spec.md §9).
 
 For T frames, a tiny Qwen-VL model watches T steps through `HFStreamingPolicy` (one user turn with one frame,
 then one greedy assistant turn of `--new-tokens` tokens + end-of-turn, at every step; the random tiny model never
@@ -15,7 +15,7 @@ same count as a trained model's silent turn ``</Silence><|im_end|>`` at new_toke
   turns are timed and the per-turn cost is interpolated linearly over all T turns (the estimate is also printed
   for the largest fully measured T, to show its error).
 
-Goals (issue 9): engine <= 1.5x the full forward, and >= 20x faster than naive at T = 256. The result line also
+Goals: engine <= 1.5x the full forward, and >= 20x faster than naive at T = 256. The result line also
 splits the engine's time (language-model calls, per-frame vision-encoder calls, the rest: tokenising, image
 processing, sampling) and charges the excess over the full forward to the calls it makes (the full forward: 1).
 
@@ -177,7 +177,7 @@ def main():
             f"(vs 1 call): per-call cost (Python dispatch through the HF modules, small matmuls, per-frame vision "
             f"encoding), since the two do the same attention and matmul work over the same tokens"
         )
-        record("streaming engine (SPEC §9)", line, dry=args.no_record)
+        record("streaming engine (docs/spec.md §9)", line, dry=args.no_record)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Synthetic-world costs (issue 4, acceptance 6): generating 1,000 episodes, rendering, mp4 export, decoding.
+"""Synthetic-world costs: generating 1,000 episodes, rendering, mp4 export, decoding.
 
 1. Generation: 1,000 episodes in memory (125 per task kind x 8 kinds), median of `--repeats` runs.
 2. Rendering: all frames of 40 episodes (5 per task) with `render_frames`, per frame.

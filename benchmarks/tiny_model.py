@@ -1,4 +1,4 @@
-"""Tiny-model costs: one training step on 8 frames (issue 4, acceptance 6), and dialogue encoding.
+"""Tiny-model costs: one training step on 8 frames, and dialogue encoding.
 
 For each architecture and size: the median wall time of one optimizer step (forward, backward, AdamW) on
 an 8-frame state-token dialogue, as a fraction of the one-second budget the issue sets. Then the rendering

@@ -1,3 +1,3 @@
-"""proactive_rl: RL post-training for proactive multimodal assistants (SPEC §2, §3, §8, §9)."""
+"""proactive_rl: RL post-training for proactive multimodal assistants (docs/spec.md §2, §3, §8, §9)."""
 
 __version__ = "0.1.0"

@@ -1,7 +1,7 @@
 """Arguments of `proactive-rl train` (SFT), parsed by ``trl.TrlParser`` from a YAML recipe plus CLI overrides.
 
 Three dataclasses, as in open-r1: :class:`SFTScriptArguments` (data), :class:`ProactiveSFTConfig` (a
-``trl.SFTConfig`` with the SPEC §3 loss knobs) and ``trl.ModelConfig`` (model, dtype, attention, LoRA).
+``trl.SFTConfig`` with the docs/spec.md §3 loss knobs) and ``trl.ModelConfig`` (model, dtype, attention, LoRA).
 Everything is validated in ``__post_init__`` so that a bad recipe fails before a model is loaded.
 """
 
@@ -22,7 +22,7 @@ class DatasetSource:
     """One entry of a dataset mixture.
 
     Args:
-        source (`str`): an episode file (JSON / JSONL, SPEC §1) or ``"synthetic"`` for the embedded generator.
+        source (`str`): an episode file (JSON / JSONL, docs/spec.md §1) or ``"synthetic"`` for the embedded generator.
         weight (`float`, *optional*, defaults to `1.0`): how many times each episode is used; a fraction keeps
             a deterministic subset (``0.5`` = half), ``2.0`` repeats every episode twice.
         task (`str`, *optional*): the synthetic task (required when ``source="synthetic"``).
@@ -100,7 +100,7 @@ class SFTScriptArguments:
             record; ``"skip"`` drops bad records and reports how many and why.
         truncation (`str`, *optional*, defaults to `"drop_frames"`): an episode longer than ``max_length`` drops
             whole early frames (keeping the instruction) or, with ``"error"``, is a bad record.
-        max_frames (`int`, *optional*): keep only the latest K images in the history (SPEC §2); text stays.
+        max_frames (`int`, *optional*): keep only the latest K images in the history (docs/spec.md §2); text stays.
         freeze_vision_tower (`bool`, *optional*, defaults to `True`): P³I setting: vision encoder frozen, language
             model and merger trainable.
     """
@@ -113,7 +113,7 @@ class SFTScriptArguments:
     truncation: str = field(default="drop_frames", metadata={"help": f"One of {TRUNCATION}."})
     max_frames: int | None = field(default=None, metadata={"help": "Keep only the latest K images."})
     freeze_vision_tower: bool = field(default=True, metadata={"help": "Freeze the vision encoder (P³I)."})
-    # [issue 7, callbacks] evaluators run while training: a mapping, see `proactive_rl.callbacks.EvalCallbackConfig`.
+    # evaluators run while training: a mapping, see `proactive_rl.callbacks.EvalCallbackConfig`.
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
     def __post_init__(self):
@@ -122,7 +122,7 @@ class SFTScriptArguments:
             raise ValueError(f"truncation: expected one of {TRUNCATION}, got {self.truncation!r}")
         if self.max_frames is not None and self.max_frames < 1:
             raise ValueError(f"max_frames: must be >= 1, got {self.max_frames}")
-        if self.eval_callback is not None:  # [issue 7, callbacks] validated before a model is loaded
+        if self.eval_callback is not None:  # validated before a model is loaded
             from proactive_rl.callbacks.config import EvalCallbackConfig
 
             self.eval_callback = EvalCallbackConfig.from_dict(self.eval_callback, "eval_callback")
@@ -130,15 +130,15 @@ class SFTScriptArguments:
 
 @dataclass
 class ProactiveSFTConfig(SFTConfig):
-    """``trl.SFTConfig`` plus the SPEC §3 loss.
+    """``trl.SFTConfig`` plus the docs/spec.md §3 loss.
 
     Args:
         focal_gamma (`float`, *optional*, defaults to `2.0`): focal exponent ``γ`` on the state tokens.
         state_balance (`bool`, *optional*, defaults to `True`): frequency balancing ``N_s / (K · n_y)``.
     """
 
-    focal_gamma: float = field(default=2.0, metadata={"help": "Focal exponent on the state tokens (SPEC §3)."})
-    state_balance: bool = field(default=True, metadata={"help": "Frequency-balance the state tokens (SPEC §3)."})
+    focal_gamma: float = field(default=2.0, metadata={"help": "Focal exponent on the state tokens (docs/spec.md §3)."})
+    state_balance: bool = field(default=True, metadata={"help": "Frequency-balance the state tokens (docs/spec.md §3)."})
 
     def __post_init__(self):
         # Episodes are rendered by our collator; SFTTrainer's own tokenisation would fight the frame turns.

@@ -1,6 +1,6 @@
 """Episodes → model inputs for SFT: dataset mixtures, record validation before the first step, the collator.
 
-The path of a training record (SPEC §1 → §2 → §3):
+The path of a training record (docs/spec.md §1 → §2 → §3):
 
 1. :func:`load_mixture` reads every source of a mixture (episode files, or the synthetic generator) and applies its
    weight (``2.0`` repeats each episode, ``0.5`` keeps a deterministic half).
@@ -98,7 +98,7 @@ def apply_weight(episodes: list[Episode], weight: float, seed: int = 0) -> list[
 
 
 def check_record(episode: Episode) -> None:
-    """Checks an in-memory episode may have escaped (load-time validation covers files): SPEC §1 times, video.
+    """Checks an in-memory episode may have escaped (load-time validation covers files): docs/spec.md §1 times, video.
 
     Raises:
         `EpisodeError` naming the record and field.

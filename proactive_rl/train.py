@@ -1,4 +1,4 @@
-"""`proactive-rl train`: focal-weighted SFT of a streaming video LLM on state-token dialogues (SPEC §2, §3).
+"""`proactive-rl train`: focal-weighted SFT of a streaming video LLM on state-token dialogues (docs/spec.md §2, §3).
 
 Launch as users do, from one CPU to many GPU nodes::
 
@@ -126,7 +126,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTCo
         state_token_ids=state_token_ids(processor),
     )
     trainer.prepared_data = train
-    if script_args.eval_callback is not None:  # [issue 7, callbacks] evaluate the live model on save / every N steps
+    if script_args.eval_callback is not None:  # evaluate the live model on save / every N steps
         from proactive_rl.callbacks import ProactiveEvalCallback
 
         ProactiveEvalCallback(script_args.eval_callback).attach(trainer)

@@ -1,4 +1,4 @@
-"""The benchmarks measure what they say: each fast path gives the slow path's outputs (issue 9, acceptance 3).
+"""The benchmarks measure what they say: each fast path gives the slow path's outputs.
 
 No timing is asserted anywhere; the scripts are called as functions with tiny sizes and never write RESULTS.md.
 """
@@ -89,7 +89,7 @@ def test_focal_loss_with_gamma_0_and_no_balancing_is_the_benchmarks_cross_entrop
     labels[0, :4] = 7
     ce = sft_step.ce_loss(logits, labels)
     focal = sft_step.focal_loss(logits, labels, [7, 9], gamma=0.0, balance=False)
-    assert torch.equal(ce, focal)  # SPEC §3: bit for bit
+    assert torch.equal(ce, focal)  # docs/spec.md §3: bit for bit
     ref = torch.nn.functional.cross_entropy(logits.reshape(-1, 50), labels.reshape(-1), ignore_index=-100)
     assert ce.item() == pytest.approx(ref.item(), rel=1e-6)
     assert sft_step.focal_loss(logits, labels, [7, 9]).item() != pytest.approx(ce.item())

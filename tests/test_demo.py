@@ -1,4 +1,4 @@
-"""`proactive-rl demo` (issue 8): the orchestration (fast, with stand-in stages) and one real end-to-end smoke run."""
+"""`proactive-rl demo`: the orchestration (fast, with stand-in stages) and one real end-to-end smoke run."""
 
 from __future__ import annotations
 

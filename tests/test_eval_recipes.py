@@ -1,6 +1,6 @@
 """The evaluation recipes (recipes/pvqa, recipes/p3i_bench, recipes/proactivebench/eval_*) parse, cite their paper
 section, show their launch command, and dry-run: each evaluator, with its data swapped for a synthetic stand-in of the
-same kind and its judge for the rule judge, evaluates a tiny model end to end (issue 8, acceptance 4). OEG reads
+same kind and its judge for the rule judge, evaluates a tiny model end to end. OEG reads
 ProactiveBench JSONL only, so its stand-in is a synthetic environment exported as a JSONL record with PNG images."""
 
 from __future__ import annotations

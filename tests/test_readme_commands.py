@@ -1,4 +1,4 @@
-"""Every shell command the README and docs/ show parses, and every file it names exists (issue 8, acceptance 3).
+"""Every shell command the README and docs/ show parses, and every file it names exists.
 
 The fenced ``bash`` / ``sh`` / ``shell`` / ``console`` blocks of README.md and docs/*.md are split into commands
 (``\\`` continuations joined, comments, prompts and ``VAR=value`` prefixes dropped, ``&&`` / ``;`` / ``|`` split).

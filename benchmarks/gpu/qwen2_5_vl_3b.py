@@ -1,11 +1,11 @@
-"""Qwen2.5-VL-3B on one GPU (issue 9, item 5): SFT tokens/s and model FLOPs utilisation, per-frame streaming latency.
+"""Qwen2.5-VL-3B on one GPU: SFT tokens/s and model FLOPs utilisation, per-frame streaming latency.
 
 Made to run in a 10-minute window on a machine without network: everything that needs no GPU (config, processor,
 synthetic dialogues, frames, the padded batch) is prepared first; then the model is built *on the GPU* in bf16 from
 the Qwen2.5-VL-3B-Instruct configuration with random weights (``--model PATH`` loads a local checkpoint instead),
 and two measurements run:
 
-1. SFT: the `ProactiveSFTTrainer` loss path (forward with ``logits_to_keep`` on the supervised positions, the SPEC §3
+1. SFT: the `ProactiveSFTTrainer` loss path (forward with ``logits_to_keep`` on the supervised positions, the docs/spec.md §3
    focal loss, backward, fused AdamW; vision tower frozen, merger and language model trained, as in P³I) on a batch
    of synthetic state-token dialogues. Tokens/s counts every input token (text and vision) of the batch. MFU uses
    the usual training-FLOPs estimate (PaLM appendix B), causal attention::
@@ -14,7 +14,7 @@ and two measurements run:
        vision tower    2·N_vision·P (forward only: frozen)          (P patches; windowed attention left out)
 
    divided by the step time and the GPU's dense bf16 peak (``--peak-tflops``; known for H100/H200/A100).
-2. Streaming: a `StreamingSession` (SPEC §9) fed one frame turn at a time and decoding one assistant turn of at most
+2. Streaming: a `StreamingSession` (docs/spec.md §9) fed one frame turn at a time and decoding one assistant turn of at most
    ``--turn-tokens`` tokens after each; per frame, the append (prefill of the new turn) and the decode, in ms.
 
 Prints one JSON object (and writes it to ``$OUT/qwen2_5_vl_3b.json`` when ``$OUT`` is set). ``--dry-run`` runs the

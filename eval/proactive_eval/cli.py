@@ -1,4 +1,4 @@
-"""``proactive-eval``: score predictions, run a policy over episodes, convert public formats (SPEC §1, §4, §5).
+"""``proactive-eval``: score predictions, run a policy over episodes, convert public formats (docs/spec.md §1, §4, §5).
 
     proactive-eval score --episodes anno.json --predictions preds.jsonl --judge rule:token_f1 --out report/
     proactive-eval run --episodes eps.json --policy openai:Qwen2.5-VL-7B@http://localhost:8000/v1 --out run/

@@ -1,4 +1,4 @@
-"""ProactiveBench MCQA environments (SPEC §6): the protocol, a runner, and data-driven image-sequence environments.
+"""ProactiveBench MCQA environments (docs/spec.md §6): the protocol, a runner, and data-driven image-sequence environments.
 
 An environment is an MDP. ``reset()`` gives the first observation (image, question, options); ``step(answer)``
 scores the answer with :func:`~proactive_eval.metrics.proactivebench.proactivebench_outcome`: a correct
@@ -73,7 +73,7 @@ class StepResult:
 
 @runtime_checkable
 class MCQAEnvironment(Protocol):
-    """The ProactiveBench MDP (SPEC §6)."""
+    """The ProactiveBench MDP (docs/spec.md §6)."""
 
     id: str
     dataset: str

@@ -1,4 +1,4 @@
-"""Streaming episodes: the one data format (SPEC §1), with validation at load time.
+"""Streaming episodes: the one data format (docs/spec.md §1), with validation at load time.
 
 An episode is one video (or frame folder, or an in-memory synthetic stream) plus an instruction
 and its targets. Every loader in this package produces :class:`Episode` objects, and every error
@@ -23,7 +23,7 @@ _KNOWN_FIELDS = {"id", "task", "video", "duration", "fps", "instruction", "user_
 
 @dataclass(frozen=True)
 class UserTurn:
-    """A scheduled user text; it joins the next frame turn at or after ``time`` (SPEC §1)."""
+    """A scheduled user text; it joins the next frame turn at or after ``time`` (docs/spec.md §1)."""
 
     time: float
     text: str
@@ -31,7 +31,7 @@ class UserTurn:
 
 @dataclass
 class Episode:
-    """One streaming episode (SPEC §1).
+    """One streaming episode (docs/spec.md §1).
 
     Args:
         id (`str`): unique within its file.
@@ -67,7 +67,7 @@ class Episode:
         return path if path.is_absolute() or self.base_dir is None else self.base_dir / path
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form of SPEC §1 (keys in a fixed order, so saves are byte-stable)."""
+        """The JSON form of docs/spec.md §1 (keys in a fixed order, so saves are byte-stable)."""
         record: dict[str, Any] = {"id": self.id, "task": self.task}
         if self.video is not None:
             record["video"] = self.video
@@ -175,7 +175,7 @@ def _parse_targets(raw, duration: float, fail) -> list[Target]:
     targets = []
     for fld, item, time in _timed_items(raw, "targets", duration, fail, text_required=False):
         window = _window(item.get("window"), fld + ".window", fail)
-        # a related span may be a single instant (only its end is used, SPEC §5)
+        # a related span may be a single instant (only its end is used, docs/spec.md §5)
         related = _window(item.get("related"), fld + ".related", fail, allow_empty=True)
         text = item.get("text", "")
         if not isinstance(text, (str, int, float)):

@@ -1,4 +1,4 @@
-"""ProactiveBench open-ended generation (OEG; ProactiveBench §3.1 and App. B, SPEC §6): what the model is asked and
+"""ProactiveBench open-ended generation (OEG; ProactiveBench §3.1 and App. B, docs/spec.md §6): what the model is asked and
 what the judge accepts, for one environment.
 
 OEG is single-turn: the model sees the environment's first (ambiguous) image and its question without options

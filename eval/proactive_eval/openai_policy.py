@@ -1,5 +1,5 @@
 """A `StreamingPolicy` for OpenAI-compatible chat servers, so a served VLM (vLLM, SGLang, OpenAI) can be
-evaluated end to end by the streaming loop (SPEC §2).
+evaluated end to end by the streaming loop (docs/spec.md §2).
 
 Each episode is one chat. Every decision step appends a user turn (the instruction on the first turn, then
 the timestamp text ``<t=12.0s>``, the new frame(s) as base64 ``image_url`` parts, and any scheduled user text)
@@ -49,7 +49,7 @@ class OpenAIChatPolicy:
         base_url (`str`): e.g. ``http://localhost:8000/v1``.
         model (`str`): the served model name.
         api_key (`str`, *optional*): defaults to ``$OPENAI_API_KEY`` when set.
-        system_prompt (`str`, *optional*): the role and when to stay silent (SPEC §2).
+        system_prompt (`str`, *optional*): the role and when to stay silent (docs/spec.md §2).
         max_frames (`int`, *optional*): keep only the latest K images in the history; an observation's
             ``meta["max_frames"]`` (set by `run_streaming`) wins.
         image_format (`str`, *optional*, defaults to `"jpeg"`): `"jpeg"` or `"png"`.

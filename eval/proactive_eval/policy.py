@@ -21,7 +21,7 @@ class Observation:
         time (`float`): the time of this step's frame, in seconds.
         frames (`list`): the new frame(s) of this step, as ``H×W×3`` uint8 arrays.
         instruction (`str`): the episode's instruction; a policy puts it in the first user turn.
-        user_text (`str`, *optional*): scheduled user text that joins this turn (SPEC §1).
+        user_text (`str`, *optional*): scheduled user text that joins this turn (docs/spec.md §1).
         meta (`dict`, *optional*): task-specific extras (e.g. the question of a `pvqa` episode).
     """
 

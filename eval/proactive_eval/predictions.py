@@ -1,4 +1,4 @@
-"""Predictions files: what a model said, and when (SPEC §1, §2).
+"""Predictions files: what a model said, and when (docs/spec.md §1, §2).
 
 The project's form is JSONL, one line per episode::
 
@@ -10,7 +10,7 @@ The official ProactiveVideoQA / MMDuet form is read too (one line per video)::
 
 (user turns in ``model_response_list`` are ignored, as the official scorer does). Silent outputs are
 removed and the ``</Response>`` state token is stripped on load, so every scorer sees only responses
-``(t_j, ŷ_j)``. Which texts count as silence is a per-model setting (SPEC §2).
+``(t_j, ŷ_j)``. Which texts count as silence is a per-model setting (docs/spec.md §2).
 
 :class:`PredictionWriter` appends one line per finished episode and flushes it to disk, so an
 interrupted run loses at most the episode in progress; re-opening the file repairs a torn last line.
@@ -36,7 +36,7 @@ DEFAULT_SILENCE_SIGNALS = (SILENCE_TOKEN, "Silence", "</silence>", "NO REPLY")
 
 
 def strip_silence(text: str | None, silence_signals: Iterable[str] = DEFAULT_SILENCE_SIGNALS) -> str | None:
-    """The response content of one assistant turn, or `None` when the turn is silent (SPEC §2).
+    """The response content of one assistant turn, or `None` when the turn is silent (docs/spec.md §2).
 
     A turn is silent when it is empty, equals one of `silence_signals` (after stripping whitespace) or
     starts with the ``</Silence>`` state token. A leading ``</Response>`` token is removed. Model output is
@@ -68,7 +68,7 @@ def load_predictions(
 
     Args:
         path (`str` or `Path`): the file.
-        silence_signals (`Iterable[str]`, *optional*): texts that mean "silent" for this model (SPEC §2).
+        silence_signals (`Iterable[str]`, *optional*): texts that mean "silent" for this model (docs/spec.md §2).
 
     Returns:
         `dict[str, list[Response]]`: episode id → non-silent responses, sorted by time (stable).

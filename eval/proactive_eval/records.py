@@ -1,4 +1,4 @@
-"""Reading and validating JSON / JSONL records, shared by every loader in the package (SPEC §1).
+"""Reading and validating JSON / JSONL records, shared by every loader in the package (docs/spec.md §1).
 
 Every loader (episodes, the converters, ProactiveBench records and environments, predictions) reads its file
 with these helpers, so a bad record is reported the same way everywhere: an `EpisodeError` naming the file,
@@ -21,7 +21,7 @@ Fail = Callable[[str, str], "EpisodeError"]
 
 
 class EpisodeError(ValueError):
-    """A record that breaks SPEC §1, located by file, record id and field."""
+    """A record that breaks docs/spec.md §1, located by file, record id and field."""
 
     def __init__(self, message: str, *, file: str | None = None, record: str | None = None, field: str | None = None):
         self.file, self.record, self.field, self.reason = file, record, field, message

@@ -1,4 +1,4 @@
-"""Reports: results JSON, markdown tables per benchmark and task, and plots (SPEC §4, §5).
+"""Reports: results JSON, markdown tables per benchmark and task, and plots (docs/spec.md §4, §5).
 
 Everything is written atomically (a temp file renamed into place), so a report folder never holds half a
 file. Plots use matplotlib's Agg backend, imported only when a plot is drawn:
@@ -85,13 +85,13 @@ def markdown_report(results: dict[str, Any]) -> str:
             parts.append(f"- {key}: `{meta[key]}`")
     if "pauc" in results:
         p = results["pauc"]
-        parts += ["", "## PAUC (ProactiveVideoQA, SPEC §5), × 100, turn-weighted", "", pauc_table(p)]
+        parts += ["", "## PAUC (ProactiveVideoQA, docs/spec.md §5), × 100, turn-weighted", "", pauc_table(p)]
         parts.append(
             f"\njudge prompts: {p['judge_calls']}; prediction ids matching no episode: {p['unknown_prediction_ids']}"
         )
     if "prs" in results:
         p = results["prs"]
-        parts += ["", "## PRS (P³I, SPEC §4), × 100", "", prs_table(p)]
+        parts += ["", "## PRS (P³I, docs/spec.md §4), × 100", "", prs_table(p)]
         parts.append(f"\nepisodes without targets (not scored): {p['episodes_without_targets']}")
     return "\n".join(parts) + "\n"
 

@@ -1,4 +1,4 @@
-"""The causal streaming evaluation loop (P³I Algorithm 1; SPEC §1, §2) and scripted policies for tests.
+"""The causal streaming evaluation loop (P³I Algorithm 1; docs/spec.md §1, §2) and scripted policies for tests.
 
 For each episode the policy is reset, then stepped once per sampled frame, in time order, seeing only the
 past: the frame(s) of this step, the instruction (first turn) and any scheduled user text whose time has
@@ -50,7 +50,7 @@ def run_episode(
         frame_source (`Callable`, *optional*): ``episode -> iterable of (time, frame)``, deduplicated and in
             time order; defaults to `proactive_eval.video.iter_frames` (sampling at the episode's fps).
         silence_signals (`Sequence[str]`, *optional*, defaults to ``("</Silence>",)``): the model's silence
-            signals (SPEC §2), stripped from its outputs.
+            signals (docs/spec.md §2), stripped from its outputs.
         max_frames (`int`, *optional*): passed to the policy as ``observation.meta["max_frames"]``: keep only
             the latest K images in the history (text stays).
     """
@@ -145,7 +145,7 @@ class ScriptedPolicy:
     A policy speaks at most once per frame step, so lines due at the same step (e.g. a predictions file
     replayed on a coarser frame grid: 1.2 s and 1.7 s both fall due at the 2 s frame) are said together in
     that one turn: their contents (leading ``</Response>`` removed, silent lines dropped, repeats of the same
-    text said once) joined by a space, the join PAUC uses for cumulative predictions (SPEC §5). Each line thus
+    text said once) joined by a space, the join PAUC uses for cumulative predictions (docs/spec.md §5). Each line thus
     comes out at the first frame at or after its time, which is as close as the frame grid allows; lines due
     after the last frame are never said.
 

@@ -1,4 +1,4 @@
-"""Frames of an episode at its decision rate, from a video file (PyAV) or a folder of frames (SPEC §1).
+"""Frames of an episode at its decision rate, from a video file (PyAV) or a folder of frames (docs/spec.md §1).
 
 A decision step happens at every sampled time ``k / fps``. A sample time resolves to the frame on screen
 at that moment (the last frame whose timestamp is at or before it); times that resolve to the same frame
@@ -39,7 +39,7 @@ class VideoError(ValueError):
 
 
 def sample_times(duration: float, fps: float) -> list[float]:
-    """Decision-step times ``k / fps`` for ``0 ≤ t < duration`` (and always ``t = 0``) (SPEC §1).
+    """Decision-step times ``k / fps`` for ``0 ≤ t < duration`` (and always ``t = 0``) (docs/spec.md §1).
 
     >>> sample_times(3.0, 1.0)
     [0.0, 1.0, 2.0]
@@ -115,7 +115,7 @@ def _select_frames(container, stream, times: list[float]) -> Iterator[tuple[floa
     def emit(sample_time, frame, frame_time):
         nonlocal last_emitted
         if last_emitted is not None and abs(frame_time - last_emitted) < _EPS:
-            return None  # same frame as the previous sample time: deduplicated (SPEC §1)
+            return None  # same frame as the previous sample time: deduplicated (docs/spec.md §1)
         last_emitted = frame_time
         return sample_time, frame.to_ndarray(format="rgb24")
 

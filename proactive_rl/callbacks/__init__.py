@@ -1,4 +1,4 @@
-"""Evaluators as training callbacks, and the checkpoint evaluation behind `proactive-rl eval` (issue 7).
+"""Evaluators as training callbacks, and the checkpoint evaluation behind `proactive-rl eval`.
 
 - `ProactiveEvalCallback`: a `transformers.TrainerCallback` evaluating the live model (streaming PRS, PAUC with a
   judge, ProactiveBench MCQA acc / ps and OEG agg / acc / ps with a judge) on save / evaluate / every N steps,

@@ -60,9 +60,9 @@ class EvaluatorConfig:
     """One evaluator.
 
     Args:
-        type (`str`): ``prs`` (streaming PRS-U/B, SPEC §4), ``pauc`` (streaming PAUC with a judge, SPEC §5),
-            ``mcqa`` (ProactiveBench acc / ps, SPEC §6) or ``oeg`` (ProactiveBench open-ended agg / acc / ps with a
-            judge, SPEC §6).
+        type (`str`): ``prs`` (streaming PRS-U/B, docs/spec.md §4), ``pauc`` (streaming PAUC with a judge, docs/spec.md §5),
+            ``mcqa`` (ProactiveBench acc / ps, docs/spec.md §6) or ``oeg`` (ProactiveBench open-ended agg / acc / ps with a
+            judge, docs/spec.md §6).
         name (`str`, *optional*): the metric prefix and folder name; defaults to the type.
         episodes (`list`, *optional*): ``prs`` / ``pauc``: held-out episode sources, the form of
             ``dataset_mixture`` (`proactive_rl.config.DatasetSource`: episode files or synthetic tasks).
@@ -71,8 +71,8 @@ class EvaluatorConfig:
             ``oeg``: ``{path, dataset, data_dir}`` only.
         max_items (`int`, *optional*): evaluate only the first N episodes / environments.
         max_new_tokens (`int`, *optional*, defaults to `16`): longest assistant turn.
-        max_frames (`int`, *optional*): keep only the latest K frames in context (SPEC §2).
-        alpha (`float`, *optional*, defaults to `0.05`): PRS temporal decay (SPEC §4).
+        max_frames (`int`, *optional*): keep only the latest K frames in context (docs/spec.md §2).
+        alpha (`float`, *optional*, defaults to `0.05`): PRS temporal decay (docs/spec.md §4).
         judge (`dict`, *optional*): ``pauc`` / ``oeg``: ``{type: rule, kind: token_f1|rouge_l}`` (default) or
             ``{type: openai, base_url, model, ...}`` (any `proactive_eval.judges.OpenAIJudge` argument; ``oeg``
             sets its ``system_prompt`` to the authors' OEG judge prompt).

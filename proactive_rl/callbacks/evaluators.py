@@ -137,7 +137,7 @@ class _StreamingEvaluator(Evaluator):
 
 
 class PRSEvaluator(_StreamingEvaluator):
-    """Streaming PRS-U / PRS-B on held-out episodes (SPEC §4, P³I §4)."""
+    """Streaming PRS-U / PRS-B on held-out episodes (docs/spec.md §4, P³I §4)."""
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_prs
@@ -162,7 +162,7 @@ class PRSEvaluator(_StreamingEvaluator):
 
 
 class PAUCEvaluator(_StreamingEvaluator):
-    """Streaming PAUC with a judge (SPEC §5, ProactiveVideoQA): windowed targets are the reply spans."""
+    """Streaming PAUC with a judge (docs/spec.md §5, ProactiveVideoQA): windowed targets are the reply spans."""
 
     def _load(self) -> list:
         episodes = super()._load()
@@ -210,7 +210,7 @@ class PAUCEvaluator(_StreamingEvaluator):
 
 
 class MCQAEvaluator(Evaluator):
-    """ProactiveBench MCQA environments: ``acc`` and ``ps`` (SPEC §6)."""
+    """ProactiveBench MCQA environments: ``acc`` and ``ps`` (docs/spec.md §6)."""
 
     SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answers", "outcomes", "success"]
 
@@ -276,7 +276,7 @@ class MCQAEvaluator(Evaluator):
 
 
 class OEGEvaluator(Evaluator):
-    """ProactiveBench open-ended generation (SPEC §6; ProactiveBench §3.1, App. B, Tables 8-9): one free-form answer
+    """ProactiveBench open-ended generation (docs/spec.md §6; ProactiveBench §3.1, App. B, Tables 8-9): one free-form answer
     per environment, to its first image and its question without options (`proactive_eval.oeg`), judged against
     the valid answers; ``agg`` / ``acc`` (category) / ``ps`` are rates × 100, overall and per dataset."""
 

@@ -1,7 +1,7 @@
 """The live model as a `StreamingPolicy` / a single-image answer function (MCQA, OEG), and ZeRO-3-safe generation
 (STYLE.md #5).
 
-Both decode greedily through the KV-cache engine of `proactive_rl.streaming` (SPEC §9) over turns rendered by
+Both decode greedily through the KV-cache engine of `proactive_rl.streaming` (docs/spec.md §9) over turns rendered by
 `proactive_rl.chat` exactly as training renders them, so an SFT model sees at evaluation what it was trained on.
 """
 

@@ -1,4 +1,4 @@
-"""Episodes as state-token dialogues, rendered through the model's own chat template (SPEC §2).
+"""Episodes as state-token dialogues, rendered through the model's own chat template (docs/spec.md §2).
 
 One decision step per sampled frame (P³I Algorithm 1). A dialogue is::
 
@@ -12,7 +12,7 @@ One decision step per sampled frame (P³I Algorithm 1). A dialogue is::
 `build_messages` makes the HF multimodal chat messages; `encode_dialogue` turns them into model inputs
 with `labels` on the assistant turns only (state token, content, end-of-turn token). The incremental
 helpers `render_user_turn` / `render_assistant_turn` give exactly the token ids the full rendering gives
-for that turn, so the streaming engine (SPEC §9) can append one turn at a time to its KV cache.
+for that turn, so the streaming engine (docs/spec.md §9) can append one turn at a time to its KV cache.
 
 Rendering is per turn (`proactive_rl.chat.render`): each message is rendered alone through the chat
 template (in the context of a system message) and tokenised alone, which equals rendering and tokenising the whole dialogue because the

@@ -1,4 +1,4 @@
-"""Whole dialogues as model inputs: ids, label mask, frames, and truncation by whole frame steps (SPEC §2)."""
+"""Whole dialogues as model inputs: ids, label mask, frames, and truncation by whole frame steps (docs/spec.md §2)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def encode_dialogue(
     *,
     episode_id: str | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Tokenise a state-token dialogue with labels on the assistant turns only (SPEC §2).
+    """Tokenise a state-token dialogue with labels on the assistant turns only (docs/spec.md §2).
 
     Equal to ``processor(text=processor.apply_chat_template(messages), images=frames)`` with labels added, but
     rendered turn by turn with caching.

@@ -1,4 +1,4 @@
-"""Episodes as state-token dialogue messages (SPEC §2): ground-truth placement, user-turn content, system prompt."""
+"""Episodes as state-token dialogue messages (docs/spec.md §2): ground-truth placement, user-turn content, system prompt."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ DEFAULT_SYSTEM_PROMPT = (
     "followed by your answer as soon as the user's request calls for it. Stay silent otherwise."
 )
 TIMESTAMP_FORMAT = "<t={:.1f}s>"
-# Several targets that land on one frame step are answered in one turn (SPEC §2 leaves the separator open).
+# Several targets that land on one frame step are answered in one turn (docs/spec.md §2 leaves the separator open).
 RESPONSE_JOIN = "; "
 IGNORE_INDEX = -100
 TRUNCATION = ("drop_frames", "error")
@@ -26,7 +26,7 @@ _TIME_EPS = 1e-6
 
 
 def timestamp_text(time: float, timestamp_format: str = TIMESTAMP_FORMAT) -> str:
-    """The timestamp a user turn starts with (SPEC §2, default ``<t=12.0s>``).
+    """The timestamp a user turn starts with (docs/spec.md §2, default ``<t=12.0s>``).
 
     >>> timestamp_text(12)
     '<t=12.0s>'
@@ -41,7 +41,7 @@ def user_content(
     user_text: str = "",
     timestamp_format: str = TIMESTAMP_FORMAT,
 ) -> list[dict]:
-    """The content of one user turn: [instruction], timestamp, frame(s), [scheduled user text] (SPEC §2).
+    """The content of one user turn: [instruction], timestamp, frame(s), [scheduled user text] (docs/spec.md §2).
 
     The instruction item carries ``"instruction": True`` so truncation can move it to a later turn.
     """
@@ -74,7 +74,7 @@ def build_messages(
     timestamp_format: str = TIMESTAMP_FORMAT,
     max_frames: int | None = None,
 ) -> list[dict]:
-    """Render an episode and its sampled frames as a state-token dialogue (HF multimodal chat messages, SPEC §2).
+    """Render an episode and its sampled frames as a state-token dialogue (HF multimodal chat messages, docs/spec.md §2).
 
     Args:
         episode (`Episode`): instruction, targets and scheduled user texts.

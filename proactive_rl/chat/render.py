@@ -1,4 +1,4 @@
-"""Per-turn rendering through the model's own chat template, with caches (SPEC §2, §9).
+"""Per-turn rendering through the model's own chat template, with caches (docs/spec.md §2, §9).
 
 Each message is rendered alone (in the context of a system message) and tokenised alone, which equals
 rendering and tokenising the whole dialogue because the Qwen templates are turn-separable and every turn

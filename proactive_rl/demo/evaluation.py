@@ -1,10 +1,10 @@
 """Evaluate one model of the demo: streaming PRS-U/B per task, PAUC (rule judge), ProactiveBench MCQA acc / ps.
 
-- PRS (SPEC §4) and PAUC (SPEC §5): the evaluators of `proactive_rl.callbacks` (the ones a training callback and
+- PRS (docs/spec.md §4) and PAUC (docs/spec.md §5): the evaluators of `proactive_rl.callbacks` (the ones a training callback and
   ``proactive-rl eval`` run): greedy decoding through the KV-cache `HFStreamingPolicy`, `proactive_eval`'s streaming
   loop over the exported mp4 episodes of the test split, and `proactive_eval`'s scorers and report (tables, timelines,
   PAUC curves). The demo drives them one episode at a time to show a progress bar.
-- MCQA (SPEC §6): the held-out environments of the test split, played greedily through
+- MCQA (docs/spec.md §6): the held-out environments of the test split, played greedily through
   `proactive_eval.run_environment` by `proactive_rl.grpo.suggestion.evaluate`, with the tiny suggestion recipe's
   ``answer_letters_only`` decoding (only option letters may be generated: a tiny model otherwise never writes an
   option); the same decoding at every stage, so the numbers compare.

@@ -7,8 +7,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-# After the per-task PRS columns: (column header, metric key); PRS and PAUC are × 100 (SPEC §4, §5), acc × 100 and
-# ps in turns (SPEC §6).
+# After the per-task PRS columns: (column header, metric key); PRS and PAUC are × 100 (docs/spec.md §4, §5), acc × 100 and
+# ps in turns (docs/spec.md §6).
 OVERALL = [
     ("PRS-U", "prs_u"),
     ("PRS-B", "prs_b"),
@@ -169,9 +169,9 @@ def write_report(
         "",
         f"Run {meta['date']} on {meta['machine']}; total wall time {meta['wall_s']:.0f} s. Command: `{meta['command']}`",
         "",
-        "Held-out scores (test split of the synthetic world) after each stage. PRS-U / PRS-B (SPEC §4) per task and "
-        "overall, × 100; PAUC at ω = 0.5 with the rule judge (token-F1, SPEC §5), × 100; MCQA accuracy (× 100) and "
-        "proactive suggestions per episode `ps` on the held-out ask-for-help environments (SPEC §6).",
+        "Held-out scores (test split of the synthetic world) after each stage. PRS-U / PRS-B (docs/spec.md §4) per task and "
+        "overall, × 100; PAUC at ω = 0.5 with the rule judge (token-F1, docs/spec.md §5), × 100; MCQA accuracy (× 100) and "
+        "proactive suggestions per episode `ps` on the held-out ask-for-help environments (docs/spec.md §6).",
         "",
         markdown_table(stages),
         "",

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 # The streaming tasks the demo generates; `pvqa` episodes (free-text answers with reply spans) are scored with PAUC
-# (SPEC §5), the others with PRS (SPEC §4).
+# (docs/spec.md §5), the others with PRS (docs/spec.md §4).
 TASKS = ("accident", "atomic", "compositional")
 PAUC_TASK = "pvqa"
 # The ask-for-help environments: the kind and difficulty knobs of the tiny suggestion recipe's training environments

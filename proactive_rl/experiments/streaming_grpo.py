@@ -1,9 +1,9 @@
-"""Does streaming GRPO learn? The tiny recipe from the tiny SFT checkpoint, on CPU (issue 6 acceptance 4).
+"""Does streaming GRPO learn? The tiny recipe from the tiny SFT checkpoint, on CPU.
 
 Runs `recipes/tiny/grpo_streaming.yaml`, and reports
 
 - the training reward over its steps (TRL's logged ``reward``: mean of the first and last quarter of the steps);
-- on held-out synthetic episodes (other seeds), before and after: PRS-B (SPEC §4, the benchmark metric, over whole
+- on held-out synthetic episodes (other seeds), before and after: PRS-B (docs/spec.md §4, the benchmark metric, over whole
   episodes streamed from the first frame), the task reward of greedy rollouts of the held-out windows, and the
   number of non-silent responses per episode::
 
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{b['responses']:.2f} -> {a['responses']:.2f}"
         )
         record(
-            "Streaming GRPO learning (issue 6, acceptance 4)",
+            "Streaming GRPO learning",
             line,
             "python -m " + __spec__.name + " " + shlex.join(argv or sys.argv[1:]),
         )

@@ -1,4 +1,4 @@
-"""Supervised warm start for the tiny proactive-suggestion GRPO (ProactiveBench §5; SPEC §6, §7).
+"""Supervised warm start for the tiny proactive-suggestion GRPO (ProactiveBench §5; docs/spec.md §6, §7).
 
 The paper post-trains instruction-tuned VLMs that already recognise objects and answer multiple-choice questions
 ("reference setting": 79.8 % acc on the informative frames, §4.2) but are not proactive (ps ≈ 0.3). A tiny model

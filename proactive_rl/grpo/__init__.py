@@ -1,4 +1,4 @@
-"""GRPO on TRL's `GRPOTrainer` (SPEC §7, §8).
+"""GRPO on TRL's `GRPOTrainer` (docs/spec.md §7, §8).
 
 - `proactive_rl.grpo.suggestion`: single-turn proactive-suggestion GRPO on MCQA environment states (ProactiveBench §5).
 - `proactive_rl.grpo.mcqa_data`: environments → TRL prompt datasets with images and reward columns.

@@ -1,4 +1,4 @@
-"""MCQA environments → single-turn TRL prompt datasets with images and reward columns (ProactiveBench §5, SPEC §6).
+"""MCQA environments → single-turn TRL prompt datasets with images and reward columns (ProactiveBench §5, docs/spec.md §6).
 
 ProactiveBench §5 trains on *single-turn* interactions "sampling both ambiguous and unambiguous frames": every
 state an environment passes through on its way to the informative image becomes one prompt. A row is::

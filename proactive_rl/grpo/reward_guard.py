@@ -1,4 +1,4 @@
-"""A guard around TRL reward functions: a reward that fails is named, never silently broadcast (issue 6, acc. 6).
+"""A guard around TRL reward functions: a reward that fails is named, never silently broadcast.
 
 ``trl.GRPOTrainer`` (1.16) calls each reward as ``f(prompts=..., completions=..., completion_ids=..., **columns)``
 and writes the result with ``rewards_per_func[:, i] = torch.tensor(output)``. Two failures slip through it:

@@ -1,7 +1,7 @@
-"""Multi-turn streaming rollouts of a window through the KV-cache engine (SPEC §8, §9; P³I Appendix C).
+"""Multi-turn streaming rollouts of a window through the KV-cache engine (docs/spec.md §8, §9; P³I Appendix C).
 
 One rollout group = the G trajectories of one `RolloutWindow`. The shared part is prefilled once: the system turn,
-the ground-truth prefix (user turns with their frames and the target assistant turns, SPEC §2) and the window's
+the ground-truth prefix (user turns with their frames and the target assistant turns, docs/spec.md §2) and the window's
 first user turn. The session is then forked into G rows; at every window step the same frame turn is appended to all
 rows and each row decodes its own assistant turn. What comes out is, per row, exactly the token sequence the session
 fed to the model:
@@ -65,11 +65,11 @@ class Trajectory:
 
     @property
     def num_responses(self) -> int:
-        """Non-silent turns (the ``M`` of SPEC §7)."""
+        """Non-silent turns (the ``M`` of docs/spec.md §7)."""
         return sum(not t.strip().startswith(SILENCE_TOKEN) for t in self.texts)
 
     def responses(self) -> list[tuple[float, str]]:
-        """``(time, text)`` of the well-formed ``</Response>`` turns, state token stripped (PRS input, SPEC §4)."""
+        """``(time, text)`` of the well-formed ``</Response>`` turns, state token stripped (PRS input, docs/spec.md §4)."""
         out = []
         for time, text in zip(self.times, self.texts):
             text = text.strip()
@@ -110,7 +110,7 @@ def plan_window(window: RolloutWindow, frames: list[tuple[float, np.ndarray]] | 
     """Split a window's frames into the prefix (with ground-truth answers) and the policy's steps.
 
     The instruction, and any user text scheduled before the first rendered step, go into the first rendered user
-    turn (SPEC §2: the first user turn carries the instruction).
+    turn (docs/spec.md §2: the first user turn carries the instruction).
     """
     episode = window.episode
     frames = frames_of(episode) if frames is None else frames
@@ -216,7 +216,7 @@ def rollout_window(
     system_prompt: str = DEFAULT_SYSTEM_PROMPT,
     timestamp_format: str = TIMESTAMP_FORMAT,
 ) -> list[Trajectory]:
-    """Roll the policy through one window, `num_generations` times from the same prefix (SPEC §8).
+    """Roll the policy through one window, `num_generations` times from the same prefix (docs/spec.md §8).
 
     Args:
         model (`PreTrainedModel`): the policy (a Qwen-VL model, possibly PEFT-wrapped; whole parameters -- under

@@ -1,9 +1,9 @@
-"""Multi-turn streaming GRPO (SPEC §8, P³I Appendix C) on top of ``trl.GRPOTrainer``.
+"""Multi-turn streaming GRPO (docs/spec.md §8, P³I Appendix C) on top of ``trl.GRPOTrainer``.
 
 A training row is a `RolloutWindow`. For each group, the policy is rolled through the window by the KV-cache
 engine (`proactive_rl.grpo.rollout`): the ground-truth prefix is prefilled once, then at every frame step the G
 rollouts see the same new frame and each samples its own turn. The trajectory reward comes from the task's
-`proactive_rewards` reward (SPEC §7), by the row's ``task`` column. TRL then does GRPO as configured: group
+`proactive_rewards` reward (docs/spec.md §7), by the row's ``task`` column. TRL then does GRPO as configured: group
 advantages, clipping, KL, ``loss_type``, logging -- with ``completion_mask × env_mask`` as the loss mask, so only
 the policy's own in-window tokens are optimised, and with every frame of the trajectory in the forward pass that
 scores it. The three TRL internals this needs are overridden in `proactive_rl.grpo.trl_overrides`.
@@ -46,9 +46,9 @@ class StreamingGRPOConfig(GRPOConfig):
     Args:
         max_turn_tokens (`int`, *optional*, defaults to `16`): per-turn cap on decoded tokens; a turn that reaches
             it is closed with its end-of-turn token (counted in ``rollout/truncated_turns``).
-        reward_alpha (`float`, *optional*, defaults to `0.05`): temporal decay α of every task reward (SPEC §4, §7).
+        reward_alpha (`float`, *optional*, defaults to `0.05`): temporal decay α of every task reward (docs/spec.md §4, §7).
         reward_lambda (`float`, *optional*, defaults to `0.2`): penalty λ per extra/invalid output (accident,
-            compositional; SPEC §7).
+            compositional; docs/spec.md §7).
         reward_on_error (`str`, *optional*, defaults to `"raise"`): a reward that raises or returns the wrong number
             of values stops the run naming it (``"raise"``) or skips its group with a logged error rate (``"skip"``).
         system_prompt (`str`, *optional*): the system turn; defaults to `proactive_rl.chat.DEFAULT_SYSTEM_PROMPT`.
@@ -56,8 +56,8 @@ class StreamingGRPOConfig(GRPOConfig):
     """
 
     max_turn_tokens: int = field(default=16, metadata={"help": "Per-turn cap on decoded tokens."})
-    reward_alpha: float = field(default=0.05, metadata={"help": "Temporal decay α of the task rewards (SPEC §4)."})
-    reward_lambda: float = field(default=0.2, metadata={"help": "Penalty λ per extra/invalid output (SPEC §7)."})
+    reward_alpha: float = field(default=0.05, metadata={"help": "Temporal decay α of the task rewards (docs/spec.md §4)."})
+    reward_lambda: float = field(default=0.2, metadata={"help": "Penalty λ per extra/invalid output (docs/spec.md §7)."})
     reward_on_error: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})
     system_prompt: str = field(default=DEFAULT_SYSTEM_PROMPT, metadata={"help": "The system turn."})
     frame_cache_size: int = field(default=64, metadata={"help": "Episodes whose frames stay in memory."})
@@ -159,7 +159,7 @@ def windows_dataset(windows: list[RolloutWindow]):
 
 
 class StreamingGRPOTrainer(StreamingOverridesMixin, GRPOTrainer):
-    """``trl.GRPOTrainer`` over rollout windows, with multi-turn streaming rollouts (SPEC §8).
+    """``trl.GRPOTrainer`` over rollout windows, with multi-turn streaming rollouts (docs/spec.md §8).
 
     Args:
         model (`PreTrainedModel`): a Qwen2.5-VL / Qwen3-VL policy (e.g. the SFT checkpoint).

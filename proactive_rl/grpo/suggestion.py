@@ -1,4 +1,4 @@
-"""Single-turn proactive-suggestion GRPO (ProactiveBench §5, Appendix C; SPEC §6, §7) on TRL's `GRPOTrainer`.
+"""Single-turn proactive-suggestion GRPO (ProactiveBench §5, Appendix C; docs/spec.md §6, §7) on TRL's `GRPOTrainer`.
 
 An image-model learns to ask for help: each prompt is one state of an MCQA environment (image + question +
 lettered options); 8 sampled answers are scored ``1`` for the correct category, ``r_p`` for a valid proactive
@@ -139,7 +139,7 @@ class SuggestionScriptArguments:
               - {source: synthetic, kind: sketch, num_envs: 64, seed: 0}
               - {source: data/QuickDraw/train.jsonl, dataset: QD}
         eval_environments (`list`, *optional*): held-out environments, played greedily before and after training
-            (``acc``, ``ps``; SPEC §6), written to ``<output_dir>/mcqa_eval.json``.
+            (``acc``, ``ps``; docs/spec.md §6), written to ``<output_dir>/mcqa_eval.json``.
         r_p (`float`, *optional*, defaults to `0.5`): reward of a valid proactive suggestion (paper: 0.5/0.75/1.0).
         hint (`bool`, *optional*, defaults to `False`): add the dataset's hint to each question (ProactiveBench §4.3).
         answer_letters_only (`bool`, *optional*, defaults to `False`): sample (and evaluate) only option-letter
@@ -304,7 +304,7 @@ def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) 
 
 
 def evaluate(model, processor, sources: list[EnvironmentSource], hint: bool = False, suppress=None, max_new_tokens=16):
-    """Greedy ``acc`` / ``ps`` over held-out environments (SPEC §6) through `proactive_eval.run_environment`."""
+    """Greedy ``acc`` / ``ps`` over held-out environments (docs/spec.md §6) through `proactive_eval.run_environment`."""
     import torch
     from PIL import Image
 

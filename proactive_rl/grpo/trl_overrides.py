@@ -7,7 +7,7 @@ turn before every policy turn), which TRL's single-turn multimodal path does not
 
 - ``_generate_and_score_completions``: after TRL scored the batch, attach the trajectory's frames
   (``pixel_values``, ``image_grid_thw``, ``num_images``) and ``mm_token_type_ids`` over prompt + completion, so the
-  loss forward pass sees every frame (SPEC §8). TRL shuffles and splits these keys itself.
+  loss forward pass sees every frame (docs/spec.md §8). TRL shuffles and splits these keys itself.
 - ``_get_per_token_logps_and_entropies``: inside TRL's own scoring of the fresh batch (old / reference log-probs)
   the frames are not passed yet; supply them, and derive ``mm_token_type_ids`` from the ids (1 on image tokens),
   which Qwen-VL needs for its 3-D rope positions.

@@ -1,4 +1,4 @@
-"""Rollout windows: the training rows of streaming GRPO (SPEC §8, P³I Appendix C).
+"""Rollout windows: the training rows of streaming GRPO (docs/spec.md §8, P³I Appendix C).
 
 A window ``[w0, w1]`` of an episode is where the policy acts, one decision per frame step. Everything before
 ``w0`` is a *prefix* rendered from ground truth and never optimised; it starts at ``w0 - prefix_s`` (bounded
@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 # Count tasks keep the whole history in the prefix (P³I Appendix C).
 COUNT_TASKS = frozenset({"atomic", "event_type"})
-# The registered `proactive_rewards` reward that scores each task's trajectories (SPEC §7).
+# The registered `proactive_rewards` reward that scores each task's trajectories (docs/spec.md §7).
 TASK_REWARDS = {
     "accident": "accident",
     "atomic": "count",
@@ -87,7 +87,7 @@ def build_windows(
     prefix_s: float = 8.0,
     tasks: Iterable[str] | None = None,
 ) -> list[RolloutWindow]:
-    """Rollout windows around the targets of each episode (SPEC §8).
+    """Rollout windows around the targets of each episode (docs/spec.md §8).
 
     Args:
         episodes (`Iterable[Episode]`): the source episodes. Episodes without targets give no window.

@@ -1,4 +1,4 @@
-"""Models: tiny local VLMs (Qwen-VL, LLaVA-NeXT), real-checkpoint loading, and the state tokens (SPEC §2).
+"""Models: tiny local VLMs (Qwen-VL, LLaVA-NeXT), real-checkpoint loading, and the state tokens (docs/spec.md §2).
 
 - `build_tiny(arch, size, seed)`: a Qwen2.5-VL / Qwen3-VL / LLaVA-NeXT-Mistral model and processor built locally
   (tests, demo).

@@ -2,7 +2,7 @@
 
 One function for every entry point (trainer, evaluator, demo): `load_model` takes a hub id such as
 ``Qwen/Qwen3-VL-4B-Instruct`` or a directory written by `save_pretrained` (a tiny model included), adds
-``</Silence>`` / ``</Response>`` as single special tokens when missing (SPEC §2), and resizes the
+``</Silence>`` / ``</Response>`` as single special tokens when missing (docs/spec.md §2), and resizes the
 embeddings. The tokens live in the tokenizer, so saving the processor beside the model records them and
 a checkpoint reloads with them.
 """
@@ -107,7 +107,7 @@ def check_attn_implementation(attn_implementation: str | None) -> str:
 
 
 def add_state_tokens(model, processor) -> dict[str, int]:
-    """Add ``</Silence>`` and ``</Response>`` as single special tokens when missing, and fit the embeddings (SPEC §2).
+    """Add ``</Silence>`` and ``</Response>`` as single special tokens when missing, and fit the embeddings (docs/spec.md §2).
 
     When the embedding matrix has no room for the new ids it is resized (new rows initialised to the mean
     of the old ones, `mean_resizing`); when it already has spare rows (released Qwen checkpoints pad their

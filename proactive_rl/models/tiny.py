@@ -37,7 +37,7 @@ def build_tiny(arch: str = "qwen2_5_vl", size: str = "xs", seed: int = 0, state_
             or `"s"` (hidden 128, 4 layers, 16 vision tokens per frame).
         seed (`int`, *optional*, defaults to `0`): weight initialisation seed; the caller's RNG state is left as it was.
         state_tokens (`bool`, *optional*, defaults to `True`): include ``</Silence>`` / ``</Response>`` in the
-            vocabulary (SPEC §2). `False` mimics a released checkpoint, for testing `add_state_tokens`.
+            vocabulary (docs/spec.md §2). `False` mimics a released checkpoint, for testing `add_state_tokens`.
 
     Returns:
         `(model, processor)`: a `Qwen2_5_VLForConditionalGeneration` / `Qwen3VLForConditionalGeneration` /

@@ -34,7 +34,7 @@ def build_tiny_llava_next(size: str = "xs", seed: int = 0, state_tokens: bool = 
     Args:
         size (`str`, *optional*, defaults to `"xs"`): `"xs"` (hidden 64, 2 layers) or `"s"` (hidden 128, 4 layers).
         seed (`int`, *optional*, defaults to `0`): weight initialisation seed; the caller's RNG state is left as it was.
-        state_tokens (`bool`, *optional*, defaults to `True`): include ``</Silence>`` / ``</Response>`` (SPEC §2).
+        state_tokens (`bool`, *optional*, defaults to `True`): include ``</Silence>`` / ``</Response>`` (docs/spec.md §2).
 
     Returns:
         `(model, processor)`: a `LlavaNextForConditionalGeneration` in fp32 eval mode and a `LlavaNextProcessor`.

@@ -3,7 +3,7 @@
 Byte-level BPE (as in Qwen) encodes any text, so the corpus only decides which words are cheap; it
 covers the synthetic world's instructions and answers (counts, colours, shapes, ``Warning``,
 ``start``/``end``, ...), the dialogue's timestamps and system prompt. The Qwen chat-template tokens and
-the two state tokens (SPEC §2) are single special tokens. `build_mistral_tokenizer` trains the same corpus into
+the two state tokens (docs/spec.md §2) are single special tokens. `build_mistral_tokenizer` trains the same corpus into
 the layout of Mistral's sentencepiece-style tokenizer (``▁`` word marks, byte fallback) for the tiny LLaVA-NeXT.
 """
 
@@ -140,7 +140,7 @@ def build_mistral_tokenizer(vocab_size: int = 1024, model_max_length: int = 3276
         vocab_size (`int`, *optional*, defaults to `1024`): BPE vocabulary trained on the corpus (bytes and added
             tokens come on top).
         model_max_length (`int`, *optional*, defaults to `32768`): recorded on the tokenizer.
-        state_tokens (`bool`, *optional*, defaults to `True`): include the two state tokens (SPEC §2).
+        state_tokens (`bool`, *optional*, defaults to `True`): include the two state tokens (docs/spec.md §2).
     """
     import json
 

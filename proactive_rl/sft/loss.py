@@ -1,4 +1,4 @@
-"""Focal + frequency-balanced cross-entropy on the state tokens (SPEC §3, P³I Appendix C).
+"""Focal + frequency-balanced cross-entropy on the state tokens (docs/spec.md §3, P³I Appendix C).
 
 Silence outnumbers responses by orders of magnitude, so plain cross-entropy teaches a streaming model never to
 speak. The two state tokens (``</Silence>``, ``</Response>``) are reweighted by a focal factor ``(1 - p)^γ`` and a
@@ -64,12 +64,12 @@ def focal_state_loss(
     balance: bool = True,
     counts: torch.Tensor | None = None,
 ) -> FocalLossOutput:
-    """SPEC §3 loss for one micro-batch, normalised by the global supervised-token count.
+    """docs/spec.md §3 loss for one micro-batch, normalised by the global supervised-token count.
 
     Args:
         logits (`torch.Tensor` of shape `(..., vocab)`): next-token logits, aligned with `labels`.
         labels (`torch.Tensor` of shape `(...)`): next-token labels, ``-100`` where not supervised.
-        state_token_ids (`list[int]`): ids of the state tokens (SPEC §2: ``</Silence>``, ``</Response>``).
+        state_token_ids (`list[int]`): ids of the state tokens (docs/spec.md §2: ``</Silence>``, ``</Response>``).
         gamma (`float`, *optional*, defaults to `2.0`): focal exponent ``γ``; the gradient flows through
             ``(1 - p)^γ`` as in focal loss.
         balance (`bool`, *optional*, defaults to `True`): multiply state tokens by ``N_s / (K · n_y)``.

@@ -1,4 +1,4 @@
-"""`ProactiveSFTTrainer`: TRL's `SFTTrainer` with the SPEC §3 focal + frequency-balanced loss.
+"""`ProactiveSFTTrainer`: TRL's `SFTTrainer` with the docs/spec.md §3 focal + frequency-balanced loss.
 
 Pinned versions: **trl 1.16.0, transformers 5.24.0**. This module is the only place that leans on
 Trainer internals, and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails loudly if they
@@ -7,7 +7,7 @@ change:
 - ``Trainer.get_batch_samples(epoch_iterator, num_batches, device) -> (batches, num_items_in_batch)`` is called
   once per optimizer step by ``_inner_training_loop`` with all the micro-batches of the step. We override it to
   count ``|V|`` and the state-token classes ``n_y`` over those micro-batches and all-reduce them over ranks, so the
-  loss of every micro-batch is normalised by the counts of the global batch (SPEC §3).
+  loss of every micro-batch is normalised by the counts of the global batch (docs/spec.md §3).
 - ``Trainer.loss_is_scaled_for_ga = True`` tells ``training_step`` not to divide by the accumulation steps again
   (and under DeepSpeed the Trainer passes ``scale_wrt_gas=False``).
 - ``Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)`` loads ``model.safetensors`` with a raw
@@ -34,7 +34,7 @@ STATE_CLASS_NAMES = ("silence", "response")
 
 
 class ProactiveSFTTrainer(SFTTrainer):
-    """SFT on state-token dialogues with the focal + frequency-balanced loss (SPEC §3).
+    """SFT on state-token dialogues with the focal + frequency-balanced loss (docs/spec.md §3).
 
     Args:
         state_token_ids (`list[int]`): ids of ``</Silence>`` and ``</Response>``, in that order.

@@ -1,4 +1,4 @@
-"""The streaming inference engine (SPEC §9): KV-cache sessions over Qwen-VL models and the HF streaming policy.
+"""The streaming inference engine (docs/spec.md §9): KV-cache sessions over Qwen-VL models and the HF streaming policy.
 
 - `StreamingSession`: append user turns, decode assistant turns, `fork(G)` for a GRPO group, `max_frames` eviction.
 - `HFStreamingPolicy`: a `proactive_eval` `StreamingPolicy` rendering turns with `proactive_rl.chat`.

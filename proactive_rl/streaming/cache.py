@@ -1,4 +1,4 @@
-"""A KV cache that appends in amortised O(1) (SPEC §9).
+"""A KV cache that appends in amortised O(1) (docs/spec.md §9).
 
 transformers' `DynamicLayer` concatenates on every update, so decoding token by token copies the whole cache at
 every step: O(L²) memory traffic over a long stream. `GrowingLayer` writes into a buffer that doubles when full

@@ -1,4 +1,4 @@
-"""`HFStreamingPolicy`: a transformers Qwen-VL model as a `proactive_eval` `StreamingPolicy` (SPEC §2, §9).
+"""`HFStreamingPolicy`: a transformers Qwen-VL model as a `proactive_eval` `StreamingPolicy` (docs/spec.md §2, §9).
 
 Every step appends one user turn to a `StreamingSession` and decodes one assistant turn. The turns are
 tokenised by `proactive_rl.chat`'s per-turn helpers, the same code that renders SFT/GRPO training dialogues,
@@ -55,7 +55,7 @@ class HFStreamingPolicy:
 
     Args:
         model (`PreTrainedModel`): a Qwen2.5-VL / Qwen3-VL model (PEFT-wrapped is fine).
-        processor (`ProcessorMixin`): its processor, with the state tokens (SPEC §2) in its tokenizer.
+        processor (`ProcessorMixin`): its processor, with the state tokens (docs/spec.md §2) in its tokenizer.
         sampling (`SamplingParams`, *optional*): per-turn decoding; defaults to greedy with a 32-token cap and
             ``defer_capped_stop=True`` (a policy returns text only, so a capped turn's stop needs no model call).
         max_frames (`int`, *optional*): keep only the latest K frames (text stays); ``observation.meta

@@ -1,4 +1,4 @@
-"""3-D (m-RoPE) positions for a chunk appended to a Qwen-VL KV cache (SPEC §9).
+"""3-D (m-RoPE) positions for a chunk appended to a Qwen-VL KV cache (docs/spec.md §9).
 
 Qwen2.5-VL and Qwen3-VL give text tokens one position shared by the three rope axes (t, h, w) and
 give an image's tokens a ``(t, h, w)`` grid that starts at the current position; after an image the
@@ -53,7 +53,7 @@ def chunk_positions(
         input_ids (`torch.Tensor` of shape `(len,)`): the chunk, with every image's placeholder tokens expanded.
         image_grid_thw (`torch.Tensor` of shape `(n_images, 3)`, *optional*): the grids of the chunk's images,
             in order.
-        start (`int`): the first free position (the previous chunk's maximum position + 1, SPEC §9).
+        start (`int`): the first free position (the previous chunk's maximum position + 1, docs/spec.md §9).
     """
     config = core.config
     ids = input_ids.view(1, -1)

@@ -1,4 +1,4 @@
-"""Sampling parameters and one token-choice step for the streaming engine (SPEC §9)."""
+"""Sampling parameters and one token-choice step for the streaming engine (docs/spec.md §9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A KV-cache streaming session: append user turns, decode assistant turns, never re-encode the past (SPEC §9).
+"""A KV-cache streaming session: append user turns, decode assistant turns, never re-encode the past (docs/spec.md §9).
 
 A session holds B rows (B = 1 for evaluation, B = G for the G rollouts of a GRPO group). All rows see the same
 appended chunks (frames, timestamps, user text); their assistant turns differ. The rows share one rectangular
@@ -7,7 +7,7 @@ cache has holes that a 2-D attention mask hides. Every token gets an explicit 3-
 continues the row's own sequence, so holes change nothing but the floating-point summation order.
 
 Vision features are computed once per frame (shared by all rows) and kept for the frames still in context,
-so the `max_frames` re-prefill (SPEC §2, §9) re-runs the language model only.
+so the `max_frames` re-prefill (docs/spec.md §2, §9) re-runs the language model only.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class StreamingSession:
             session inside `gathered_for_generation` (parameters must be whole).
         processor (`ProcessorMixin`): its processor (tokenizer + image processor).
         max_frames (`int`, *optional*): keep only the latest K images in context; older images are dropped (their
-            text stays) with one re-prefill (SPEC §2, §9).
+            text stays) with one re-prefill (docs/spec.md §2, §9).
         record_logits (`bool`, *optional*, defaults to `False`): keep the logits of every fed token (tests,
             debugging); otherwise only the last position's logits are computed.
 
@@ -442,7 +442,7 @@ class StreamingSession:
                 )
                 logits = out.logits
             else:
-                # Per-call Python is a large part of a step's cost on small models (issue 9 profile): the VL wrappers
+                # Per-call Python is a large part of a step's cost on small models: the VL wrappers
                 # re-check multimodal inputs at every call. Embedding + image scatter + language model + lm_head is
                 # exactly what they compute when positions and image features are given.
                 out = self._language_model_forward(ids.to(self.device), images, attention_mask, positions)

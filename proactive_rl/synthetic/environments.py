@@ -1,4 +1,4 @@
-"""Ask-for-help MCQA environments in the synthetic world (ProactiveBench protocol, SPEC §6).
+"""Ask-for-help MCQA environments in the synthetic world (ProactiveBench protocol, docs/spec.md §6).
 
 Every environment is a sequence of images with a current position. The lettered choices are the action
 options (proactive suggestions and the abstain option, shuffled once at generation) followed by four
@@ -103,7 +103,7 @@ class SequenceEnvironment:
 
     @property
     def choices(self) -> list[str]:
-        """All lettered choices in order: action options, then categories (SPEC §6)."""
+        """All lettered choices in order: action options, then categories (docs/spec.md §6)."""
         return self.options + self.categories
 
     def valid_actions(self) -> list[str]:

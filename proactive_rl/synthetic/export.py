@@ -4,7 +4,7 @@ Layout of ``out/`` (one folder per split; a split's seed is ``3 * seed + {0, 1, 
 episode and ids carry their split's seed)::
 
     out/manifest.json                       the arguments the folder was made with
-    out/train/episodes.json                 SPEC §1 episodes, ``video`` = ``videos/<id>.mp4``, scene in ``meta``
+    out/train/episodes.json                 docs/spec.md §1 episodes, ``video`` = ``videos/<id>.mp4``, scene in ``meta``
     out/train/videos/<id>.mp4               H.264 (or MPEG-4), yuv420p, 1 frame per decision step
     out/train/environments/<kind>.jsonl     ProactiveBench-style records (``proactive_eval.environments``)
     out/train/environments/images/<kind>/<id>/<k>.png

@@ -2,7 +2,7 @@
 
 The oracle answers ``</Response> <text>`` on the first decision step at or after each target time and
 ``</Silence>`` otherwise; it is how the tests prove targets sit where the evidence is (it must score
-PRS ≈ 100, the silent policy 0; SPEC §4).
+PRS ≈ 100, the silent policy 0; docs/spec.md §4).
 """
 
 from __future__ import annotations

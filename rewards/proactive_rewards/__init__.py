@@ -1,6 +1,6 @@
 """proactive_rewards: temporal-decay, PRS and task rewards for proactive assistants (stdlib only).
 
-Plain functions score one trajectory (SPEC §4, §7); :func:`get_reward` wraps them as named TRL reward
+Plain functions score one trajectory (docs/spec.md §4, §7); :func:`get_reward` wraps them as named TRL reward
 functions ``(completions, **dataset_columns) -> list[float | None]`` (column formats: `proactive_rewards.trl`).
 """
 

@@ -1,4 +1,4 @@
-"""Optional shaping reward on the state-token format (SPEC §2, §7)."""
+"""Optional shaping reward on the state-token format (docs/spec.md §2, §7)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from proactive_rewards.parsing import MALFORMED, parse_turns
 
 
 def state_format_reward(completion, times=None, *, components: bool = False):
-    """Fraction of assistant turns that are exactly one state token at the start (SPEC §7); 0 with no turns.
+    """Fraction of assistant turns that are exactly one state token at the start (docs/spec.md §7); 0 with no turns.
 
     A turn is well formed when it is ``</Silence>`` alone or ``</Response>`` followed by non-empty content
     with no further state token.

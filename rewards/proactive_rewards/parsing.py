@@ -1,4 +1,4 @@
-"""Parsing model output: text normalisation, content matching and state-token turns (SPEC §2, §4, §6).
+"""Parsing model output: text normalisation, content matching and state-token turns (docs/spec.md §2, §4, §6).
 
 Everything here is total on model output: any string, any list, any unicode, any size is parsed
 into *something* (malformed turns are counted, not raised), because a reward must score every
@@ -37,7 +37,7 @@ RESPONSE_TOKEN = "</Response>"
 
 SILENCE, RESPONSE, MALFORMED = "silence", "response", "malformed"
 
-# Timestamps as written by the dialogue renderer (SPEC §2: default `<t=12.0s>`); the number is parsed
+# Timestamps as written by the dialogue renderer (docs/spec.md §2: default `<t=12.0s>`); the number is parsed
 # leniently and an unparseable one becomes nan rather than an error.
 _TIMESTAMP = re.compile(r"<t=([^<>]{0,64}?)s?>")
 _STATE = re.compile(re.escape(SILENCE_TOKEN) + "|" + re.escape(RESPONSE_TOKEN))
@@ -48,7 +48,7 @@ _WORD = re.compile(r"\w+")
 
 @dataclass(frozen=True)
 class Turn:
-    """One assistant turn of a streaming trajectory (SPEC §2).
+    """One assistant turn of a streaming trajectory (docs/spec.md §2).
 
     Args:
         time (`float`): seconds; `nan` when the completion gave no time for it.
@@ -64,7 +64,7 @@ class Turn:
 
 
 def normalize_text(text) -> str:
-    """SPEC §4 normalisation: strip, lower-case, strip trailing punctuation (and the spaces around it).
+    """docs/spec.md §4 normalisation: strip, lower-case, strip trailing punctuation (and the spaces around it).
 
     Example:
 
@@ -101,7 +101,7 @@ def parse_int(text) -> int | None:
 
 
 def exact_match(response_text, target_text) -> float:
-    """SPEC §4 deterministic content score ``c ∈ {0, 1}``: integers compared as integers, else normalised equality.
+    """docs/spec.md §4 deterministic content score ``c ∈ {0, 1}``: integers compared as integers, else normalised equality.
 
     Example:
 
@@ -141,7 +141,7 @@ def token_f1(response_text, target_text) -> float:
 
 
 def classify_turn(text) -> tuple[str, str]:
-    """Classify one assistant turn's text as ``(state, content)`` (SPEC §2; never raises).
+    """Classify one assistant turn's text as ``(state, content)`` (docs/spec.md §2; never raises).
 
     Example:
 
@@ -240,12 +240,12 @@ def _item_segment(item) -> tuple[float, str, bool]:
     else:
         return math.nan, "", False
     text = text if isinstance(text, str) else _message_text({"content": text})
-    # A bare (time, text) pair is a response with its state token already stripped (SPEC §4 symbols).
+    # A bare (time, text) pair is a response with its state token already stripped (docs/spec.md §4 symbols).
     return _as_float(time), text, not _STATE.search(text)
 
 
 def parse_turns(completion, times=None) -> list[Turn]:
-    """Split one completion into its assistant turns ``(time, state, content)`` (SPEC §2); never raises.
+    """Split one completion into its assistant turns ``(time, state, content)`` (docs/spec.md §2); never raises.
 
     Args:
         completion (`str`, `list[dict]`, `list[str]` or `list[Response | tuple]`): one row's completion, in any
@@ -296,12 +296,12 @@ def parse_turns(completion, times=None) -> list[Turn]:
 
 
 def responses_of(turns: Sequence[Turn]) -> list[Response]:
-    """The well-formed non-silent turns as :class:`Response` records (the ``o_j`` of SPEC §4)."""
+    """The well-formed non-silent turns as :class:`Response` records (the ``o_j`` of docs/spec.md §4)."""
     return [Response(t.time, t.content) for t in turns if t.state == RESPONSE]
 
 
 def parse_mcqa_answer(answer, options: Sequence[str]) -> int | None:
-    """Index of the option an MCQA answer names, following the ProactiveBench package (SPEC §6); never raises.
+    """Index of the option an MCQA answer names, following the ProactiveBench package (docs/spec.md §6); never raises.
 
     First the full answer: drop everything up to a capital letter followed by a period (the authors' regex
     ``^.*[A-Z]\\.\\s*``, which removes a leading ``"B. "``), lower-case, remove all spaces, and compare with the

@@ -1,4 +1,4 @@
-"""The reward registry: names → TRL reward functions, plus dotted import paths for user rewards (SPEC §7).
+"""The reward registry: names → TRL reward functions, plus dotted import paths for user rewards (docs/spec.md §7).
 
 ```python
 from proactive_rewards import get_reward

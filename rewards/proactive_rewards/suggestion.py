@@ -1,4 +1,4 @@
-"""The ProactiveBench proactive-suggestion reward (SPEC §6, §7; De Min et al. §5, Appendix C).
+"""The ProactiveBench proactive-suggestion reward (docs/spec.md §6, §7; De Min et al. §5, Appendix C).
 
 ``r_c = 1`` when the answer names the correct category, ``r_p`` when it names a valid proactive suggestion
 (an action that moves the environment, e.g. "move the occluding object"), ``r_w = 0`` otherwise (an

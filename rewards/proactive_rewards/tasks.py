@@ -1,4 +1,4 @@
-"""Trajectory rewards of the P³I tasks (SPEC §7, P³I Appendix C): accident, count, compositional, intervention.
+"""Trajectory rewards of the P³I tasks (docs/spec.md §7, P³I Appendix C): accident, count, compositional, intervention.
 
 Each reward scores one trajectory given as plain Python values:
 
@@ -67,7 +67,7 @@ def accident_reward(
     lam: float = LAMBDA,
     components: bool = False,
 ):
-    """Accident reward (SPEC §7, P³I Appendix C).
+    """Accident reward (docs/spec.md §7, P³I Appendix C).
 
     ``J`` = well-formed outputs whose normalised content equals `signal`; ``M`` = all non-silent outputs. If
     ``J ≠ ∅``: ``R = exp(-α·d(t_{j*}, τ)) - λ(M - 1)`` with ``j*`` the correct output closest to ``τ``; else
@@ -109,7 +109,7 @@ def _count_match(response_text, target_text) -> float:
 
 
 def count_reward(completion, targets, times=None, *, alpha: float = ALPHA, components: bool = False):
-    """Count reward for Atomic and Event Type (SPEC §7): PRS-B with integer content matching.
+    """Count reward for Atomic and Event Type (docs/spec.md §7): PRS-B with integer content matching.
 
     Every non-silent output (wrong, repeated or malformed) stays in its target's ``|O_i|`` denominator. No
     target in the window gives 0.
@@ -139,7 +139,7 @@ def count_reward(completion, targets, times=None, *, alpha: float = ALPHA, compo
 def compositional_reward(
     completion, targets, times=None, *, alpha: float = ALPHA, lam: float = LAMBDA, components: bool = False
 ):
-    """Compositional reward (SPEC §7, P³I Appendix C): ``R = (1/|A|) Σ_{l∈A} S_l - λ·N_inv``.
+    """Compositional reward (docs/spec.md §7, P³I Appendix C): ``R = (1/|A|) Σ_{l∈A} S_l - λ·N_inv``.
 
     A target's text is its boundary label (``start`` / ``end``); ``A`` is the set of labels of the targets in
     the window. An output whose normalised content names a label in ``A`` is assigned to it; ``S_l`` is the
@@ -196,7 +196,7 @@ def intervention_reward(
     content_scorer: Callable[[str, str], float] | None = None,
     components: bool = False,
 ):
-    """Intervention reward (SPEC §7): PRS-B with windowed targets and a pluggable content scorer ``c ∈ [0, 1]``.
+    """Intervention reward (docs/spec.md §7): PRS-B with windowed targets and a pluggable content scorer ``c ∈ [0, 1]``.
 
     Args:
         completion: the trajectory (see the module docstring).

@@ -1,4 +1,4 @@
-"""Temporal decay, response-to-target matching and the Proactive Response Score (SPEC §4, P³I §4).
+"""Temporal decay, response-to-target matching and the Proactive Response Score (docs/spec.md §4, P³I §4).
 
     s(t, g_i) = c(ŷ, y_i) · exp(-α · d(t, g_i))
     S_i       = max_{j ∈ O_i} s(t_j, g_i) / |O_i|        (0 when O_i is empty)
@@ -28,7 +28,7 @@ def _check_alpha(alpha: float) -> float:
 
 
 def distance(t: float, target: Target) -> float:
-    """SPEC §4 distance: ``|t - τ|``, or ``max(0, a - t, t - b)`` for a windowed target (`nan` if undefined).
+    """docs/spec.md §4 distance: ``|t - τ|``, or ``max(0, a - t, t - b)`` for a windowed target (`nan` if undefined).
 
     Example:
 
@@ -43,7 +43,7 @@ def distance(t: float, target: Target) -> float:
 
 
 def temporal_score(t: float, target_time: float, alpha: float = ALPHA, window=None) -> float:
-    """Temporal decay ``exp(-α · d)`` of a response at ``t`` for a target at ``target_time`` (SPEC §4).
+    """Temporal decay ``exp(-α · d)`` of a response at ``t`` for a target at ``target_time`` (docs/spec.md §4).
 
     Args:
         t (`float`): response time in seconds.
@@ -92,7 +92,7 @@ class TargetResult:
 
 @dataclass
 class PRSResult:
-    """Episode PRS (SPEC §4) with per-target details; `score` is in ``[0, 1]`` (0 when there is no target)."""
+    """Episode PRS (docs/spec.md §4) with per-target details; `score` is in ``[0, 1]`` (0 when there is no target)."""
 
     score: float
     per_target: list[TargetResult]
@@ -147,7 +147,7 @@ def prs_score(
     content_scorer: Callable[[str, str], float] | None = None,
     redundancy: bool = True,
 ) -> PRSResult:
-    """Proactive Response Score of one episode (SPEC §4, P³I §4).
+    """Proactive Response Score of one episode (docs/spec.md §4, P³I §4).
 
     Args:
         responses (`list`): non-silent outputs as `Response`, ``(time, text)`` pairs or ``{"time", "text"}``

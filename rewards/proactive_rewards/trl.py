@@ -1,4 +1,4 @@
-"""Adapters from the plain trajectory rewards to TRL's reward-function signature (SPEC §7).
+"""Adapters from the plain trajectory rewards to TRL's reward-function signature (docs/spec.md §7).
 
 TRL calls ``reward_func(prompts=..., completions=..., completion_ids=..., **columns)`` where every dataset
 column (except ``prompt``) arrives as a list with one entry per completion. The columns these rewards read:

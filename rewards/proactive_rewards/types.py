@@ -1,4 +1,4 @@
-"""The two small records every scorer meets at (SPEC §4 symbols).
+"""The two small records every scorer meets at (docs/spec.md §4 symbols).
 
 A *response* is a non-silent model output ``(t_j, ŷ_j)``; a *target* is a ground-truth
 response ``(τ_i, y_i)``, optionally with a window ``[a_i, b_i]``. Scorers also accept plain
@@ -26,13 +26,13 @@ class Response:
 
 @dataclass(frozen=True)
 class Target:
-    """A ground-truth response (SPEC §1, §4).
+    """A ground-truth response (docs/spec.md §1, §4).
 
     Args:
         time (`float`): the reference time ``τ`` in seconds.
         text (`str`): the reference content.
         window (`tuple[float, float]`, *optional*): ``[a, b]``; distance is 0 inside it.
-        related (`tuple[float, float]`, *optional*): the PAUC related span (SPEC §5).
+        related (`tuple[float, float]`, *optional*): the PAUC related span (docs/spec.md §5).
     """
 
     time: float

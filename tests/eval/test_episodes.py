@@ -1,4 +1,4 @@
-"""Episode loading and validation (SPEC §1): every malformed record names file, id and field, or is skipped."""
+"""Episode loading and validation (docs/spec.md §1): every malformed record names file, id and field, or is skipped."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""ProactiveBench OEG (SPEC §6): the question and valid answers of each dataset's first state, and the rule judge.
+"""ProactiveBench OEG (docs/spec.md §6): the question and valid answers of each dataset's first state, and the rule judge.
 
 The expected valid answers are the strings the authors' ``get_open_ended_gen_answers`` returns for these records,
 written out by hand; they are compared the way the authors' judge prompt reads them (split on ",", stripped,

@@ -1,4 +1,4 @@
-"""PAUC (SPEC §5): hand-computed turns, and a transcription of the official scorer as the reference."""
+"""PAUC (docs/spec.md §5): hand-computed turns, and a transcription of the official scorer as the reference."""
 
 import re
 

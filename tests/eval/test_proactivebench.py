@@ -1,4 +1,4 @@
-"""ProactiveBench answer parsing (SPEC §6, acceptance 2), acc / ps, and OEG agg — all hand-computed."""
+"""ProactiveBench answer parsing (docs/spec.md §6, acceptance 2), acc / ps, and OEG agg — all hand-computed."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""One ProactiveBench record schema (SPEC §6) for the format reader and the environments, on the authors' layouts.
+"""One ProactiveBench record schema (docs/spec.md §6) for the format reader and the environments, on the authors' layouts.
 
 The records below follow the fields the authors' ``environment.py`` reads per dataset (integer ids and
 ``reference_image`` ids, named ``{image}`` / ``{level}`` / ``{informative}`` templates, ImageNet-C starting at

@@ -1,4 +1,4 @@
-"""Benchmark PRS-U / PRS-B (SPEC §4) on hand-computed episodes."""
+"""Benchmark PRS-U / PRS-B (docs/spec.md §4) on hand-computed episodes."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Video I/O: frame sampling from videos and frame folders, dedup, seeking, and clear errors (issue 4, acc. 5)."""
+"""Video I/O: frame sampling from videos and frame folders, dedup, seeking, and clear errors."""
 
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""Parsing helpers: normalisation, integer content, state-token turns, MCQA answers (SPEC §2, §4, §6)."""
+"""Parsing helpers: normalisation, integer content, state-token turns, MCQA answers (docs/spec.md §2, §4, §6)."""
 
 import math
 

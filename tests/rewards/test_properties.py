@@ -1,4 +1,4 @@
-"""Property tests: every reward is total on model output (SPEC §7) and PRS matches a slow reference (SPEC §4).
+"""Property tests: every reward is total on model output (docs/spec.md §7) and PRS matches a slow reference (docs/spec.md §4).
 
 For arbitrary strings, unicode, empty or enormous completions in every accepted form, NaN/inf/negative
 times and unsorted turns, each reward returns one finite float (or `None` on rows of another task) per
@@ -224,7 +224,7 @@ labels = st.sampled_from(["1", "2", "3"])
 
 
 def reference_prs(responses, targets, mode, alpha=0.05, redundancy=True):
-    """SPEC §4 written out directly: a different loop structure from the library's."""
+    """docs/spec.md §4 written out directly: a different loop structure from the library's."""
     targets = sorted(targets, key=lambda g: g.time)
     if not targets:
         return 0.0

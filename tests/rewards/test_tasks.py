@@ -1,4 +1,4 @@
-"""Task rewards against hand-computed cases (SPEC §7, P³I Appendix C and Figure 13, ProactiveBench §5)."""
+"""Task rewards against hand-computed cases (docs/spec.md §7, P³I Appendix C and Figure 13, ProactiveBench §5)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Temporal decay, matching and PRS against hand-computed cases (SPEC §4, P³I §4 and Figure 13)."""
+"""Temporal decay, matching and PRS against hand-computed cases (docs/spec.md §4, P³I §4 and Figure 13)."""
 
 import math
 

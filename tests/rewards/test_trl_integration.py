@@ -1,4 +1,4 @@
-"""A real TRL run: GRPOTrainer on CPU with proactive_rewards as reward_funcs (issue 2, acceptance 4).
+"""A real TRL run: GRPOTrainer on CPU with proactive_rewards as reward_funcs.
 
 The model and tokenizer are built here (a 2-layer Qwen2 with hidden size 32 and a word-level tokenizer whose
 vocabulary holds the state tokens), so nothing touches a hub. The dataset carries the reward columns

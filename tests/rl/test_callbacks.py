@@ -1,9 +1,9 @@
-"""`ProactiveEvalCallback` / `evaluate_model` (issue 7): scoring wiring, failure handling, wandb logging (acceptance 1),
+"""`ProactiveEvalCallback` / `evaluate_model`: scoring wiring, failure handling, wandb logging (acceptance 1),
 a judge that is down then back (acceptance 3), and the logged wall time (acceptance 5).
 
 Scoring is checked against references that do not use the code under test: the synthetic oracle answers every target
-at its own time with its own text, so PRS is 100 (SPEC §4) and, with the rule judge rating an exact answer 3 at the
-start of its reply span, PAUC is 100 at every ω (SPEC §5: the step curve sits at y = 2 over the whole span); a silent
+at its own time with its own text, so PRS is 100 (docs/spec.md §4) and, with the rule judge rating an exact answer 3 at the
+start of its reply span, PAUC is 100 at every ω (docs/spec.md §5: the step curve sits at y = 2 over the whole span); a silent
 policy scores PRS 0 and PAUC 25 (no kept prediction ⇒ 0.5 / S).
 """
 

@@ -1,4 +1,4 @@
-"""`ProactiveEvalCallback` under DeepSpeed ZeRO-3 with 2 CPU processes (issue 7, acceptance 2).
+"""`ProactiveEvalCallback` under DeepSpeed ZeRO-3 with 2 CPU processes.
 
 The tiny recipe runs 2 steps under ``accelerate launch --config_file launch/zero3.yaml --num_processes 2`` (DeepSpeed's
 CPU accelerator, gloo) with the callback evaluating at every step and on save, on 3 episodes and 3 environments (an

@@ -1,4 +1,4 @@
-"""State-token dialogues (SPEC §2, issue 5 "Rendering"): ground-truth placement, equality with the processor's own
+"""State-token dialogues (docs/spec.md §2): ground-truth placement, equality with the processor's own
 full rendering, per-turn rendering == full rendering, the label mask, and truncation by whole frames."""
 
 import numpy as np

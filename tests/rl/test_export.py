@@ -1,4 +1,4 @@
-"""Export to real files: mp4 round trip, episodes JSON, ProactiveBench JSONL, splits, reuse, CLI (issue 4, acc. 3)."""
+"""Export to real files: mp4 round trip, episodes JSON, ProactiveBench JSONL, splits, reuse, CLI."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""SPEC §3 loss against an independent per-token loop (acceptance 1)."""
+"""docs/spec.md §3 loss against an independent per-token loop (acceptance 1)."""
 
 import math
 
@@ -12,7 +12,7 @@ SIL, RESP = 5, 7
 
 
 def reference_loss(logits, labels, gamma, balance, state_ids=(SIL, RESP)):
-    """A slow loop written from the SPEC §3 formulas, one token at a time, in float64."""
+    """A slow loop written from the docs/spec.md §3 formulas, one token at a time, in float64."""
     logits = logits.double().reshape(-1, logits.size(-1))
     labels = labels.reshape(-1).tolist()
     supervised = [i for i, y in enumerate(labels) if y != -100]
@@ -80,7 +80,7 @@ def test_gamma0_unbalanced_is_token_mean_ce_bit_for_bit():
 
 
 def test_global_counts_split_into_micro_batches():
-    """Summing per-micro-batch losses with the global counts gives the full-batch loss (SPEC §3 invariance)."""
+    """Summing per-micro-batch losses with the global counts gives the full-batch loss (docs/spec.md §3 invariance)."""
     logits, labels = random_batch(3, shape=(4, 9))
     full = focal_state_loss(logits, labels, [SIL, RESP], gamma=2.0).loss
     counts = state_token_counts([labels[i] for i in range(4)], [SIL, RESP])

@@ -1,4 +1,4 @@
-"""Dry-run the GPU training recipes before anyone spends GPU hours (issue 8, acceptance 4).
+"""Dry-run the GPU training recipes before anyone spends GPU hours.
 
 Each recipe is parsed by the trainer `proactive-rl train` dispatches it to, with only what a CPU cannot hold
 replaced: the model becomes a saved checkpoint of the tiny model of the same architecture (a folder, as a real

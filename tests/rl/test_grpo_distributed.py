@@ -1,4 +1,4 @@
-"""Streaming GRPO under ZeRO-3 with 2 CPU processes (issue 6 acceptance 5).
+"""Streaming GRPO under ZeRO-3 with 2 CPU processes.
 
 The two ranks roll out different windows -- a 3-step accident window with no prefix and a 4-step count window with
 its whole history as prefix -- so they decode different numbers of tokens and turns, and their trajectories have

@@ -1,4 +1,4 @@
-"""The streaming GRPO loss covers the policy's own in-window tokens only (SPEC §8; issue 6 acceptance 3).
+"""The streaming GRPO loss covers the policy's own in-window tokens only (docs/spec.md §8).
 
 The loss is TRL's (`GRPOTrainer._compute_loss`, ``loss_type="dapo"``) on a real streaming batch. The per-token
 log-probabilities it receives are replaced by a leaf tensor laid over the *whole* sequence (prompt + completion), so

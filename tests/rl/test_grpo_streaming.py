@@ -1,4 +1,4 @@
-"""Streaming GRPO (SPEC §8; issue 6 acceptance 2): windows, rollouts, TRL overrides, log-prob consistency.
+"""Streaming GRPO (docs/spec.md §8): windows, rollouts, TRL overrides, log-prob consistency.
 
 References are independent of the code under test: windows are computed by hand from the rules, rollout prompts
 are compared with `proactive_rl.chat.encode_dialogue` (the SFT renderer), and the rollout's log-probabilities are
@@ -23,7 +23,7 @@ from proactive_rl.grpo.windows import build_windows, composition
 from proactive_rl.streaming import SamplingParams
 
 ROOT = Path(__file__).resolve().parents[2]
-TOL = 1e-4  # SPEC §8, fp32 CPU
+TOL = 1e-4  # docs/spec.md §8, fp32 CPU
 
 
 def episode(task, duration, targets, **kw) -> Episode:

@@ -1,4 +1,4 @@
-"""`HFStreamingPolicy` (SPEC §2, §9): the evaluation policy sees exactly the tokens training renders.
+"""`HFStreamingPolicy` (docs/spec.md §2, §9): the evaluation policy sees exactly the tokens training renders.
 
 References: `proactive_rl.chat.encode_dialogue(build_messages(...))`, the full-dialogue rendering the SFT/GRPO
 data uses, and the model's own full forward pass for greedy decoding.

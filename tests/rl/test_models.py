@@ -1,4 +1,4 @@
-"""Tiny models and checkpoint loading (issue 4, acceptance 4): forward on a multi-turn multi-frame chat, state
+"""Tiny models and checkpoint loading: forward on a multi-turn multi-frame chat, state
 tokens as single tokens, save/load with identical logits, state tokens added to a checkpoint without them."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The ``oeg`` evaluator (SPEC §6): a tiny model answers handwritten ProactiveBench records, an OpenAI-compatible
+"""The ``oeg`` evaluator (docs/spec.md §6): a tiny model answers handwritten ProactiveBench records, an OpenAI-compatible
 judge (a real HTTP server on loopback, with scripted 0/1 lists) scores them, and agg / acc / ps match a hand
 computation.
 

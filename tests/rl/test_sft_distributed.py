@@ -1,7 +1,7 @@
 """The tiny recipe under `accelerate launch` with 2 CPU processes: DDP (gloo), DeepSpeed ZeRO-2 and ZeRO-3 (acceptance 3).
 
 Each 2-process run (per-device batch 2) must give the loss trajectory of the 1-process run (batch 4) at the same
-global batch: data order, global loss normalisation (SPEC §3) and gradient averaging all line up. Tolerance 1e-4
+global batch: data order, global loss normalisation (docs/spec.md §3) and gradient averaging all line up. Tolerance 1e-4
 (fp32; padding to different widths and reduction order change the last bits).
 """
 

@@ -98,7 +98,7 @@ def test_accumulation_invariance(tmp_path, toy):
 
 
 def test_loss_is_the_spec_loss_of_the_global_batch(tmp_path, toy):
-    """The logged step loss equals SPEC §3 computed by hand on one forward pass over the step's 4 dialogues."""
+    """The logged step loss equals docs/spec.md §3 computed by hand on one forward pass over the step's 4 dialogues."""
     from proactive_rl.sft.loss import focal_state_loss
 
     processor, examples = toy

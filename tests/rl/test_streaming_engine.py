@@ -1,10 +1,10 @@
-"""The KV-cache streaming engine (SPEC §9; issue 6 acceptance 1).
+"""The KV-cache streaming engine (docs/spec.md §9).
 
 References are independent of the engine: the model's own full forward pass (it computes its own 3-D rope
 positions with `get_rope_index` and encodes every image again), and a naive greedy decoder that re-prefills the
 whole dialogue at every step. Tolerance: fp32 on CPU, the cached and the full computation differ only in
 floating-point summation order (attention over different key lengths, matmuls of different shapes), which moves
-logits by ~1e-7; 1e-5 is SPEC §9's bound.
+logits by ~1e-7; 1e-5 is docs/spec.md §9's bound.
 """
 
 from __future__ import annotations

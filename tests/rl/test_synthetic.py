@@ -1,4 +1,4 @@
-"""Synthetic streaming tasks: determinism, validity, and targets placed where the evidence is (issue 4, acc. 1-2)."""
+"""Synthetic streaming tasks: determinism, validity, and targets placed where the evidence is."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Synthetic ask-for-help MCQA environments (SPEC §6; issue 4, acc. 2)."""
+"""Synthetic ask-for-help MCQA environments (docs/spec.md §6)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""`proactive-rl eval --watch` (issue 7, acceptance 4) and ``--model``.
+"""`proactive-rl eval --watch` and ``--model``.
 
 Unit tests drive `CheckpointWatcher.pending` with explicit clocks over hand-made checkpoint folders; the end-to-end
 test starts the watcher as its own process before a tiny training run with the callback, and checks that every

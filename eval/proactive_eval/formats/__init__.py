@@ -1,4 +1,4 @@
-"""Converters from the public formats to episodes (SPEC §1): ProactiveVideoQA, P³I-style JSON, ProactiveBench."""
+"""Converters from the public formats to episodes (docs/spec.md §1): ProactiveVideoQA, P³I-style JSON, ProactiveBench."""
 
 from proactive_eval.formats.p3i import convert_p3i
 from proactive_eval.formats.proactivebench import ProactiveBenchRecord, load_proactivebench, save_proactivebench

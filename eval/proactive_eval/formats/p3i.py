@@ -1,4 +1,4 @@
-"""P³I-style JSON → episodes (SPEC §1).
+"""P³I-style JSON → episodes (docs/spec.md §1).
 
 The project's episode format *is* the P³I layout (one video, an instruction, timed targets), so this reader
 accepts it as is and also the spellings seen in P³I-style exports: ``question_id`` / ``video_id`` for

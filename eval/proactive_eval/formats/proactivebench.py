@@ -1,4 +1,4 @@
-"""ProactiveBench JSONL records (SPEC §6): the one schema and validator for MCQA environment records.
+"""ProactiveBench JSONL records (docs/spec.md §6): the one schema and validator for MCQA environment records.
 
 Both :func:`load_proactivebench` (the format reader) and
 :class:`~proactive_eval.environments.ProactiveBenchEnvironment` validate records with :func:`parse_record`.

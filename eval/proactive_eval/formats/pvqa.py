@@ -1,4 +1,4 @@
-"""ProactiveVideoQA ``anno.json`` → episodes (SPEC §1, §5).
+"""ProactiveVideoQA ``anno.json`` → episodes (docs/spec.md §1, §5).
 
 One anno record is one question about one video::
 

@@ -1,4 +1,4 @@
-"""Judges for PAUC (SPEC §5) and ProactiveBench OEG (SPEC §6): an OpenAI-compatible LLM backend and rule scorers.
+"""Judges for PAUC (docs/spec.md §5) and ProactiveBench OEG (docs/spec.md §6): an OpenAI-compatible LLM backend and rule scorers.
 
 >>> judge = RuleJudge("token_f1")
 >>> judge.score_many([pauc_prompt("What is cooking?", "boiling pasta", "pasta is boiling")])

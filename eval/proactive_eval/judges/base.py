@@ -3,7 +3,7 @@
 A judge rates one prompt (built by :func:`~proactive_eval.judges.prompts.pauc_prompt` or
 :func:`~proactive_eval.judges.prompts.oeg_prompt`) and keeps counters in `stats`, so that an evaluation can
 report how many calls it paid for, how many came from the cache, how many were retried, and how many
-answers could not be parsed (SPEC §5: an unparseable answer drops its PAUC point; it is never an error).
+answers could not be parsed (docs/spec.md §5: an unparseable answer drops its PAUC point; it is never an error).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""On-disk judge cache (SQLite) keyed by (judge id, model, prompt), so a re-run pays nothing twice (SPEC §5).
+"""On-disk judge cache (SQLite) keyed by (judge id, model, prompt), so a re-run pays nothing twice (docs/spec.md §5).
 
 The raw answer text is stored, not the parsed score: changing a parser never costs a new call. Each write is
 committed at once, so an interrupted evaluation keeps every answer it paid for. WAL mode lets several

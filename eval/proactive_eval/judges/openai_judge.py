@@ -1,4 +1,4 @@
-"""LLM judge over an OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang), async, cached, retried (SPEC §5)."""
+"""LLM judge over an OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang), async, cached, retried (docs/spec.md §5)."""
 
 from __future__ import annotations
 

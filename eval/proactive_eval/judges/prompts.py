@@ -1,4 +1,4 @@
-"""Judge prompts and answer parsers: PAUC levels (SPEC §5) and ProactiveBench OEG bit lists (SPEC §6).
+"""Judge prompts and answer parsers: PAUC levels (docs/spec.md §5) and ProactiveBench OEG bit lists (docs/spec.md §6).
 
 The PAUC prompt follows the ProactiveVideoQA scorer: the system prompt rates how well the predicted answer
 covers the key points of the ground truth on 3 / 2 / 1 and asks for the score only; the user message carries
@@ -60,7 +60,7 @@ _BITS = re.compile(r"[01](?:\s*,\s*[01])*")
 
 
 def pauc_prompt(question: str, gold: str, prediction: str) -> str:
-    """The PAUC judge's user message (SPEC §5); `prediction` is the concatenation of the kept predictions.
+    """The PAUC judge's user message (docs/spec.md §5); `prediction` is the concatenation of the kept predictions.
 
     >>> print(pauc_prompt("What is cooking?", "Pasta.", "Boiling pasta."))
     Question: What is cooking?
@@ -93,7 +93,7 @@ def strip_thinking(text: str) -> str:
 
 
 def parse_level(text: str | int | None, official: bool = False) -> int | None:
-    """Parse a PAUC judge answer into a level 1..3, or `None` when unparseable (SPEC §5).
+    """Parse a PAUC judge answer into a level 1..3, or `None` when unparseable (docs/spec.md §5).
 
     This is the package's one level parser: the judges use the default, and the PAUC metric
     (`metrics.pauc`) uses ``official=True`` on judge answers that reach it as text.
@@ -125,7 +125,7 @@ def parse_level(text: str | int | None, official: bool = False) -> int | None:
 
 
 def oeg_prompt(user_prompt: str, valid_answers: list[str] | str, generated_answer: str) -> str:
-    """The OEG judge's user message (ProactiveBench ``get_oeg_judge_messages``; SPEC §6).
+    """The OEG judge's user message (ProactiveBench ``get_oeg_judge_messages``; docs/spec.md §6).
 
     `valid_answers` is a list (proactive suggestions first, then the correct category) or the package's
     comma-separated string; dots are removed from each answer as the authors do.

@@ -1,4 +1,4 @@
-"""Rule judges for judge-free runs: token-F1 and ROUGE-L mapped onto the PAUC levels 1..3 (SPEC §5).
+"""Rule judges for judge-free runs: token-F1 and ROUGE-L mapped onto the PAUC levels 1..3 (docs/spec.md §5).
 
 Both compare the gold text with the (concatenated) prediction after SQuAD-style normalisation (lower-case,
 punctuation and the articles a/an/the removed). The similarity ``s`` in [0, 1] becomes a level with the
@@ -8,7 +8,7 @@ thresholds below (the project's choice; the papers only define the LLM judge):
     level 2 ("partially covered") if s >= 0.2
     level 1 ("incorrect")         otherwise
 
-For ProactiveBench OEG (SPEC §6) the rule judge answers what the LLM judge would, a 0/1 list over the valid
+For ProactiveBench OEG (docs/spec.md §6) the rule judge answers what the LLM judge would, a 0/1 list over the valid
 answers: an answer's bit is 1 when its similarity to the generated text is level 3 (s >= 0.5). A crude
 stand-in for checkpoint comparisons; it does not credit paraphrases as the LLM judge is told to.
 """

@@ -1,4 +1,4 @@
-"""Benchmark metrics: PAUC (SPEC §5), PRS-U / PRS-B (SPEC §4) and ProactiveBench acc / ps / agg (SPEC §6)."""
+"""Benchmark metrics: PAUC (docs/spec.md §5), PRS-U / PRS-B (docs/spec.md §4) and ProactiveBench acc / ps / agg (docs/spec.md §6)."""
 
 from proactive_eval.metrics.pauc import (
     OMEGAS,

@@ -1,4 +1,4 @@
-"""PAUC, the ProactiveVideoQA metric (SPEC §5), faithful to the official scorer.
+"""PAUC, the ProactiveVideoQA metric (docs/spec.md §5), faithful to the official scorer.
 
 Per ground-truth turn with reply span ``[u, v]`` (and optional related span ``[r0, r1]``):
 
@@ -121,7 +121,7 @@ def pauc_turn(
     question: str = "",
     gold: str = "",
 ) -> float:
-    """PAUC of one ground-truth turn in [0, 1] (SPEC §5).
+    """PAUC of one ground-truth turn in [0, 1] (docs/spec.md §5).
 
     Args:
         span (`tuple[float, float]`): the reply span ``[u, v]``.
@@ -228,7 +228,7 @@ def score_pauc(
     omegas: Sequence[float] = OMEGAS,
     progress: bool = True,
 ) -> PAUCResult:
-    """PAUC of every windowed target of every episode (SPEC §5), judging all prompts in one batch.
+    """PAUC of every windowed target of every episode (docs/spec.md §5), judging all prompts in one batch.
 
     All cumulative prompts are built first, deduplicated, then sent through ``judge.score_many(prompts)``
     when the judge has it (concurrent and cached, `proactive_eval.judges`), else ``judge(question, gold,

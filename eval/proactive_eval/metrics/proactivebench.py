@@ -1,4 +1,4 @@
-"""ProactiveBench metrics (SPEC §6): the MCQA outcome of one answer, acc / ps, and the OEG aggregate.
+"""ProactiveBench metrics (docs/spec.md §6): the MCQA outcome of one answer, acc / ps, and the OEG aggregate.
 
 Answer parsing is :func:`proactive_rewards.parsing.parse_mcqa_answer`, the same code the proactive-suggestion
 reward calls (one scorer for reward and benchmark). It follows the authors' package: the full answer first
@@ -68,7 +68,7 @@ def proactivebench_outcome(
     categories: Sequence[str],
     answer_category: str | None,
 ) -> str:
-    """The outcome of one MCQA answer: ``"correct"``, ``"proactive"`` or ``"fail"`` (SPEC §6).
+    """The outcome of one MCQA answer: ``"correct"``, ``"proactive"`` or ``"fail"`` (docs/spec.md §6).
 
     Args:
         answer (`str`): the model's answer (full option text, ``"B."``-style letter, or anything else).
@@ -89,7 +89,7 @@ def proactivebench_outcome(
 
 
 def proactivebench_summary(outcomes: Iterable) -> dict[str, float]:
-    """MCQA ``acc`` = 100 × success rate and ``ps`` = mean over episodes of (turns − 1) (SPEC §6).
+    """MCQA ``acc`` = 100 × success rate and ``ps`` = mean over episodes of (turns − 1) (docs/spec.md §6).
 
     `outcomes` holds `EpisodeOutcome` objects (or dicts) with ``success`` and ``turns``.
 
@@ -104,7 +104,7 @@ def proactivebench_summary(outcomes: Iterable) -> dict[str, float]:
 
 
 def oeg_judgment(raw_judge_output: str | None, valid_answers: Sequence[str] | str, dataset: str) -> dict[str, int]:
-    """Score one OEG answer from the judge's 0/1 list (authors' ``parse_judge_prediction``; SPEC §6).
+    """Score one OEG answer from the judge's 0/1 list (authors' ``parse_judge_prediction``; docs/spec.md §6).
 
     The list has one bit per valid answer, proactive suggestions first: ``proactive_suggestion`` = any 1 among
     the first ``PREDICTION_THR[dataset]``, ``category_prediction`` = any 1 among the rest, ``aggregate`` = either.

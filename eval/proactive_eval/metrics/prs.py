@@ -1,4 +1,4 @@
-"""Benchmark PRS-U / PRS-B (SPEC §4, P³I §4), computed by the same scorer the rewards use.
+"""Benchmark PRS-U / PRS-B (docs/spec.md §4, P³I §4), computed by the same scorer the rewards use.
 
 Each episode is scored by `proactive_rewards.prs_score` (one scorer for reward and benchmark, STYLE.md #4)
 in both matching modes, with and without the redundancy penalty. Benchmark PRS = 100 × the mean of the
@@ -97,7 +97,7 @@ def score_prs(
     content_scorer: Callable[[str, str], float] | dict[str, Callable] | None = None,
     progress: bool = False,
 ) -> PRSReport:
-    """PRS-U / PRS-B (with and without the redundancy penalty) of every episode (SPEC §4).
+    """PRS-U / PRS-B (with and without the redundancy penalty) of every episode (docs/spec.md §4).
 
     Args:
         episodes (`Sequence[Episode]`): episodes with targets; those without targets are skipped and listed in
@@ -105,7 +105,7 @@ def score_prs(
         predictions (`dict[str, Sequence]`): episode id → responses; a missing id means "never spoke".
         alpha (`float`, *optional*, defaults to `0.05`): temporal decay rate.
         content_scorer (`Callable` or `dict[str, Callable]`, *optional*): ``c(response_text, target_text)`` in
-            [0, 1], or one per task; defaults to `proactive_rewards`' exact match (SPEC §4).
+            [0, 1], or one per task; defaults to `proactive_rewards`' exact match (docs/spec.md §4).
         progress (`bool`, *optional*): show a progress bar.
     """
     from tqdm.auto import tqdm

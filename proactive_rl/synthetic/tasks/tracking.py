@@ -5,7 +5,7 @@
   its centre sits on the edge, half visible. Decoys of other colours leave too.
 - `pvqa`: a question at t = 0 ("tell me whenever a new shape appears"); each appearance is a turn whose
   reply span starts at the appearance and lasts `event_duration` steps, and whose related span is the time
-  the shape stays in view (SPEC §5).
+  the shape stays in view (docs/spec.md §5).
 """
 
 from __future__ import annotations
