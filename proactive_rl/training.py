@@ -47,11 +47,15 @@ def load_for_training(model_args, seed: int = 0, state_tokens: bool = True):
 
     ``load_in_4bit`` / ``load_in_8bit`` load the checkpoint quantized (QLoRA) on the local GPU (`check_model_args`).
     """
-    from trl import get_kbit_device_map, get_quantization_config
+    from trl import get_quantization_config
 
     check_model_args(model_args)
     quantization = get_quantization_config(model_args)
-    extra = {"quantization_config": quantization, "device_map": get_kbit_device_map()} if quantization else {}
+    extra = {}
+    if quantization is not None:  # bitsandbytes places the quantized weights on this process's GPU
+        from accelerate import PartialState
+
+        extra = {"quantization_config": quantization, "device_map": {"": PartialState().local_process_index}}
     model, processor = load_model_spec(
         model_args.model_name_or_path,
         dtype=model_args.dtype,
@@ -125,12 +129,17 @@ def freeze_vision_tower(model) -> int:
     return frozen
 
 
-def finish(trainer, output_dir: str, reports: dict[str, Any] | None = None):
-    """Save the model, the trainer state (log history) and the processor (with its state tokens) to ``output_dir``.
+def finish(trainer, output_dir: str, reports: dict[str, Any] | None = None, model_args=None):
+    """Save the model, the trainer state (log history), the processor (with its state tokens) and a model card.
+
+    ``README.md`` (`model_card`) says what the folder is: base model, recipe, the state tokens and how to prompt the
+    model, and the latest evaluation. With ``push_to_hub: true`` the whole folder (model, processor, card) is
+    uploaded at the end, so the hub copy carries the processor with its state tokens.
 
     Args:
         reports (`dict[str, Any]`, *optional*): ``file name -> JSON-able payload`` written beside the model by the
             main process (e.g. an end-of-run evaluation).
+        model_args (`trl.ModelConfig`, *optional*): the recipe's model block, for the card's base model.
     """
     trainer.save_model(output_dir)
     trainer.save_state()  # trainer_state.json: the per-step log history
@@ -138,4 +147,103 @@ def finish(trainer, output_dir: str, reports: dict[str, Any] | None = None):
         trainer.processing_class.save_pretrained(output_dir)
         for name, payload in (reports or {}).items():
             Path(output_dir, name).write_text(json.dumps(payload, indent=2) + "\n")
+        Path(output_dir, "README.md").write_text(model_card(trainer, output_dir, reports, model_args))
+        if getattr(trainer.args, "push_to_hub", False):
+            push_folder(trainer, output_dir)
     return trainer
+
+
+def push_folder(trainer, output_dir: str) -> None:
+    """Upload ``output_dir`` (model, processor with its state tokens, card) to the run's hub repository."""
+    from huggingface_hub import upload_folder
+
+    repo = getattr(trainer, "hub_model_id", None) or trainer.args.hub_model_id or Path(output_dir).name
+    upload_folder(
+        repo_id=repo,
+        folder_path=output_dir,
+        commit_message="End of training (proactive_rl)",
+        token=trainer.args.hub_token,
+        ignore_patterns=["checkpoint-*", "_*", "runs/*"],
+    )
+
+
+def latest_evaluation(output_dir: str, reports: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The last evaluation of the run: the eval callback's ``eval/history.jsonl`` line, else the end-of-run reports."""
+    history = Path(output_dir, "eval", "history.jsonl")
+    if history.is_file():
+        lines = [line for line in history.read_text().splitlines() if line.strip()]
+        if lines:
+            record = json.loads(lines[-1])
+            return {"source": "eval/history.jsonl", "step": record.get("step"), "metrics": record.get("metrics", {})}
+    for name, payload in (reports or {}).items():
+        return {"source": name, "step": None, "metrics": payload}
+    return None
+
+
+def model_card(trainer, output_dir: str, reports: dict[str, Any] | None = None, model_args=None) -> str:
+    """``README.md`` of a saved model folder: base model, recipe, state tokens, how to prompt, latest evaluation."""
+    import sys
+
+    import yaml
+
+    from proactive_rl.chat.messages import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT
+
+    base = getattr(model_args, "model_name_or_path", None) or getattr(trainer.model.config, "_name_or_path", "")
+    argv = sys.argv[1:]
+    recipe = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
+    tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in STATE_TOKENS if t in tokenizer.get_vocab()}
+    hub_base = base and "/" in base and not base.startswith((".", "/", "~")) and not Path(base).exists()
+    front = {"library_name": "transformers", "tags": ["proactive_rl", type(trainer).__name__, "streaming-video"]}
+    if hub_base:
+        front["base_model"] = base
+    args = trainer.args
+    knobs = {
+        k: getattr(args, k)
+        for k in ("learning_rate", "max_steps", "per_device_train_batch_size", "num_generations", "seed")
+        if getattr(args, k, None) is not None
+    }
+    lines = ["---", yaml.safe_dump(front, sort_keys=False).strip(), "---", "", f"# {Path(output_dir).name}", ""]
+    lines += [f"Trained with proactive_rl (`{type(trainer).__name__}`) from `{base or 'unknown'}`."]
+    lines += ["", "## Recipe", ""]
+    lines += [f"- recipe: `{recipe}`" if recipe else "- recipe: built in code (no `--config`)"]
+    lines += [f"- command: `{' '.join(sys.argv)}`"] + [f"- {k}: `{v}`" for k, v in knobs.items()]
+    lines += [f"- steps trained: {trainer.state.global_step}", "", "## State tokens and how to prompt", ""]
+    if ids:
+        lines += [", ".join(f"`{t}` (id {i})" for t, i in ids.items()) + " are single, non-special added tokens of"]
+        lines += ["the saved tokenizer (kept by `skip_special_tokens=True` decoding; docs/spec.md §2). The model"]
+        lines += ["watches a stream one frame per user turn and answers every turn with `</Silence>` or"]
+        lines += ["`</Response> <answer>`. The system turn it was trained with:", "", f"> {DEFAULT_SYSTEM_PROMPT}", ""]
+        example = TIMESTAMP_FORMAT.format(5.0)
+        lines += [
+            f"Each frame's user turn starts with its timestamp (`{example}`), the first one carries the request."
+        ]
+        lines += ["", "```python", "from proactive_rl.models import load_model"]
+        lines += ["from proactive_rl.streaming import HFStreamingPolicy  # frame-by-frame decoding, KV cache kept"]
+        lines += ["", f'model, processor = load_model("{output_dir}")', "```"]
+    else:
+        lines += [
+            "Single-turn multiple-choice model: the prompt is the question with lettered options (no state tokens)."
+        ]
+    lines += ["", "## Evaluation", ""]
+    latest = latest_evaluation(output_dir, reports)
+    if latest is None:
+        lines += ["No evaluation during this run (add an `eval_callback` block to the recipe)."]
+    else:
+        where = f"step {latest['step']}" if latest["step"] is not None else "end of run"
+        lines += [f"Latest ({where}, from `{latest['source']}`):", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in _flat(latest["metrics"]).items()]
+    return "\n".join(lines) + "\n"
+
+
+def _flat(metrics: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(metrics, dict):
+        return {prefix.rstrip("/"): metrics}
+    out: dict[str, Any] = {}
+    for k, v in metrics.items():
+        out.update(_flat(v, f"{prefix}{k}/") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

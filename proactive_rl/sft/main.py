@@ -110,7 +110,7 @@ def main(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, mod
     """Train, then save the model and processor to ``output_dir`` (open-r1 style entry point)."""
     trainer = build_trainer(script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    return finish(trainer, training_args.output_dir)
+    return finish(trainer, training_args.output_dir, model_args=model_args)
 
 
 def make_parser() -> TrlParser:

@@ -347,7 +347,7 @@ def main(script_args, training_args, model_args) -> StreamingGRPOTrainer:
     """Train, then save the model, processor and log history to ``output_dir``."""
     trainer = build_trainer(script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    return finish(trainer, training_args.output_dir)
+    return finish(trainer, training_args.output_dir, model_args=model_args)
 
 
 def make_parser() -> TrlParser:

@@ -410,7 +410,7 @@ def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, mode
             reports["mcqa_eval.json"]["before"],
             reports["mcqa_eval.json"]["after"],
         )
-    finish(trainer, training_args.output_dir, reports)
+    finish(trainer, training_args.output_dir, reports, model_args=model_args)
     trainer.mcqa_eval = (before, after)
     return trainer
 
