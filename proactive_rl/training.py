@@ -141,7 +141,8 @@ def finish(trainer, output_dir: str, reports: dict[str, Any] | None = None, mode
             main process (e.g. an end-of-run evaluation).
         model_args (`trl.ModelConfig`, *optional*): the recipe's model block, for the card's base model.
     """
-    trainer.save_model(output_dir)
+    # _internal_call: Trainer.save_model would push (and TRL write its own card) before ours exists; pushed below
+    trainer.save_model(output_dir, _internal_call=True)
     trainer.save_state()  # trainer_state.json: the per-step log history
     if trainer.accelerator.is_main_process:
         trainer.processing_class.save_pretrained(output_dir)
@@ -155,10 +156,13 @@ def finish(trainer, output_dir: str, reports: dict[str, Any] | None = None, mode
 
 def push_folder(trainer, output_dir: str) -> None:
     """Upload ``output_dir`` (model, processor with its state tokens, card) to the run's hub repository."""
-    from huggingface_hub import upload_folder
+    import huggingface_hub
 
-    repo = getattr(trainer, "hub_model_id", None) or trainer.args.hub_model_id or Path(output_dir).name
-    upload_folder(
+    repo = getattr(trainer, "hub_model_id", None)
+    if repo is None:  # the Trainer creates the repository at start-up; a run that did not gets it here
+        name = trainer.args.hub_model_id or Path(output_dir).name
+        repo = huggingface_hub.create_repo(name, token=trainer.args.hub_token, exist_ok=True).repo_id
+    huggingface_hub.upload_folder(
         repo_id=repo,
         folder_path=output_dir,
         commit_message="End of training (proactive_rl)",
