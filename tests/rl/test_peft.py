@@ -94,3 +94,20 @@ def test_qlora_on_cpu_refuses_naming_the_flag(tmp_path):
     for flag in ("load_in_4bit", "load_in_8bit"):
         with pytest.raises(ValueError, match=rf"^{flag}: QLoRA .* needs a CUDA GPU"):
             build_trainer(*_args(tmp_path, f"--{flag}", "true"))
+
+
+def test_untied_output_embedding_gets_its_state_rows_too(tmp_path):
+    """LLaVA-NeXT-Mistral has an untied ``lm_head``: its state rows are trainable as well."""
+    from peft import get_peft_model
+
+    from proactive_rl.models import STATE_TOKENS, build_tiny
+    from proactive_rl.training import peft_config_for
+
+    _, _, model_args = _args(tmp_path)
+    model, processor = build_tiny("llava_next", "xs")
+    assert model.get_output_embeddings().weight is not model.get_input_embeddings().weight
+    ids = [processor.tokenizer.convert_tokens_to_ids(t) for t in STATE_TOKENS]
+    config = peft_config_for(model_args, model, processor)
+    assert config.trainable_token_indices == {"embed_tokens": ids, "lm_head": ids}
+    trainable = [n for n, p in get_peft_model(model, config).named_parameters() if p.requires_grad]
+    assert sum("trainable_tokens_delta" in n for n in trainable) == 2
