@@ -67,19 +67,20 @@ def load_for_training(model_args, seed: int = 0, state_tokens: bool = True):
     return model.train(), processor
 
 
-def peft_config_for(model_args, model, processor):
+def peft_config_for(model_args, model, processor, state_tokens: bool = True):
     """TRL's LoRA config of ``model_args`` (None without ``use_peft``), with the state-token rows trainable.
 
     A LoRA on the attention projections leaves the embedding rows frozen, so ``</Silence>`` / ``</Response>``
     (new tokens, docs/spec.md §2) could never move apart. When the tokenizer holds the state tokens their rows of the
     input embedding (and of an untied output embedding) are trained as well, through PEFT's
     ``trainable_token_indices`` (only those rows, not the whole matrix). A recipe that sets
-    ``trainable_token_indices`` or saves the embeddings whole (``lora_modules_to_save``) keeps its choice.
+    ``trainable_token_indices`` or saves the embeddings whole (``lora_modules_to_save``) keeps its choice; a trainer
+    whose outputs carry no state tokens (single-turn MCQA) passes ``state_tokens=False``.
     """
     from trl import get_peft_config
 
     config = get_peft_config(model_args)
-    if config is None or getattr(config, "trainable_token_indices", None) is not None:
+    if not state_tokens or config is None or getattr(config, "trainable_token_indices", None) is not None:
         return config
     tokenizer = getattr(processor, "tokenizer", processor)
     vocab = tokenizer.get_vocab()

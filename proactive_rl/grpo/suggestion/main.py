@@ -364,7 +364,7 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
         args=training_args,
         train_dataset=rows_to_dataset(rows),
         processing_class=processor,
-        peft_config=peft_config_for(model_args, model, processor),
+        peft_config=peft_config_for(model_args, model, processor, state_tokens=False),  # MCQA: no state tokens
     )
     attach_eval_callback(trainer, script_args.eval_callback)
     trainer.suppress_tokens = suppress
