@@ -138,9 +138,7 @@ class ProactiveSFTConfig(SFTConfig):
     """
 
     focal_gamma: float = field(default=2.0, metadata={"help": "Focal exponent on the state tokens (docs/spec.md §3)."})
-    state_balance: bool = field(
-        default=True, metadata={"help": "Frequency-balance the state tokens (docs/spec.md §3)."}
-    )
+    state_balance: bool = field(default=True, metadata={"help": "Frequency-balance the state tokens (docs/spec.md §3)."})
 
     def __post_init__(self):
         # Episodes are rendered by our collator; SFTTrainer's own tokenisation would fight the frame turns.

@@ -56,12 +56,8 @@ class StreamingGRPOConfig(GRPOConfig):
     """
 
     max_turn_tokens: int = field(default=16, metadata={"help": "Per-turn cap on decoded tokens."})
-    reward_alpha: float = field(
-        default=0.05, metadata={"help": "Temporal decay α of the task rewards (docs/spec.md §4)."}
-    )
-    reward_lambda: float = field(
-        default=0.2, metadata={"help": "Penalty λ per extra/invalid output (docs/spec.md §7)."}
-    )
+    reward_alpha: float = field(default=0.05, metadata={"help": "Temporal decay α of the task rewards (docs/spec.md §4)."})
+    reward_lambda: float = field(default=0.2, metadata={"help": "Penalty λ per extra/invalid output (docs/spec.md §7)."})
     reward_on_error: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})
     system_prompt: str = field(default=DEFAULT_SYSTEM_PROMPT, metadata={"help": "The system turn."})
     frame_cache_size: int = field(default=64, metadata={"help": "Episodes whose frames stay in memory."})
