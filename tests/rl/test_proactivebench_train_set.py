@@ -129,7 +129,8 @@ def test_cli_and_bad_arguments(sources, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_the_suggestion_trainer_trains_on_the_rows(sources, tmp_path):
-    from proactive_rl.grpo.suggestion import main as train, make_parser
+    from proactive_rl.grpo.suggestion import main as train
+    from proactive_rl.grpo.suggestion import make_parser, parse_sources
 
     root, instances, _ = sources
     build(root, instances, tmp_path / "data", 0.5, num_coco=6, num_qd=6)
@@ -138,8 +139,6 @@ def test_the_suggestion_trainer_trains_on_the_rows(sources, tmp_path):
                  "logging_steps": 1, "eval_before": "false"}.items():  # fmt: skip
         argv += [f"--{k}", str(v)]
     script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
-    from proactive_rl.grpo.suggestion import parse_sources
-
     script_args.environments = parse_sources([{"source": str(tmp_path / "data/rows.jsonl"), "format": "rows"}], "env")
     script_args.eval_environments = None
     trainer = train(script_args, training_args, model_args)
