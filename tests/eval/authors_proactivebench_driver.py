@@ -5,8 +5,8 @@ package, and compares what it prints with the project's loader and environments.
 
     {"data_dir": DIR, "datasets": [FOLDER, ...], "plays": [{"dataset": FOLDER, "record": {...}, "answers": [...]}]}
 
-Output: ``{"kept": {FOLDER: [ids kept by load_proactivebench_dataset]}, "plays": [[turn, ...], ...]}`` where a
-turn is ``{"image": relative path, "options": [...], "box": [l, t, r, b] or null, "action": ..., "category": ...,
+Output: ``{"kept": {FOLDER: [ids kept by load_proactivebench_dataset]}, "plays": [{"oeg", "turns"}, ...]}``:
+``oeg`` is the environment's open-ended valid answers (``get_open_ended_gen_answers``), and a turn is ``{"image": relative path, "options": [...], "box": [l, t, r, b] or null, "action": ..., "category": ...,
 "stop": bool, "correct": bool}``.
 
 The loader module imports torch and qwen_vl_utils at the top, for image helpers the loader does not use; where
@@ -42,10 +42,11 @@ class _Box:
         return list(box)
 
 
-def play(spec: dict, data_dir: str) -> list[dict]:
+def play(spec: dict, data_dir: str) -> dict:
     from proactivebench.environment import get_environment
 
     env = get_environment(spec["dataset"])(entry=spec["record"], data_dir=data_dir)
+    oeg = env.get_open_ended_gen_answers()
     turns, answers = [], iter(spec["answers"])
     while not env.stop:
         state = env.get_state()
@@ -62,7 +63,7 @@ def play(spec: dict, data_dir: str) -> list[dict]:
                 "correct": env.correct_prediction,
             }
         )
-    return turns
+    return {"oeg": oeg, "turns": turns}
 
 
 def main() -> None:

@@ -1,9 +1,9 @@
 """Cross-check against the authors' own package (``proactivebench`` on PyPI; it needs Python >= 3.12).
 
 The same records in the authors' format go through their loader and environments (in a subprocess, by
-``authors_proactivebench_driver.py``) and through the project's: the kept ids per dataset, and for every turn of
-scripted plays the options shown, the image (and MS-COCO crop box) shown, the outcome, when play stops and
-whether it ends correct, must all be equal.
+``authors_proactivebench_driver.py``) and through the project's: the kept ids per dataset, the open-ended valid
+answers, and for every turn of scripted plays the options shown, the image (and MS-COCO crop box) shown, the
+outcome, when play stops and whether it ends correct, must all be equal.
 
 Skipped where no interpreter has the package. ``make crosscheck-env`` makes one in
 ``.cache/proactivebench-py312`` from any Python >= 3.12 on the machine; ``PROACTIVEBENCH_PYTHON`` names another.
@@ -23,6 +23,7 @@ import pytest
 from proactive_eval.environments import make_environment
 from proactive_eval.formats.proactivebench_protocol import load_filter, select_benchmark
 from proactive_eval.metrics.proactivebench import DATASETS
+from proactive_eval.oeg import oeg_valid_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("authors_proactivebench_driver.py")
@@ -149,7 +150,10 @@ def test_every_transition_equals_the_authors_environments(tmp_path):
         plays.append({"dataset": folder, "record": record, "answers": script(record, rng, 8)})
     authors = run_authors({"data_dir": str(tmp_path), "datasets": [], "plays": plays})["plays"]
     outcomes = {"correct": 0, "proactive": 0, "fail": 0}
-    for play, theirs in zip(plays, authors):
+    for play, their_play in zip(plays, authors):
+        theirs = their_play["turns"]
+        env = make_environment(play["record"], play["dataset"], tmp_path, load_images=False)
+        assert oeg_valid_answers(env) == their_play["oeg"]
         ours = play_project(play["record"], play["dataset"], tmp_path, play["answers"])
         assert len(ours) == len(theirs), play
         for mine, their in zip(ours, theirs):

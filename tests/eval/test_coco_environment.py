@@ -156,3 +156,17 @@ def test_load_environments_builds_coco_and_the_protocol_filters_ids(data_dir):
     assert (sel.protocol, sel.in_file, sel.filtered_out, sel.skipped) == ("filtered", 4, 2, 0)
     assert len(load_environments(path, "COCO", protocol="unfiltered")) == 4
     assert isinstance(make_environment(record("zoom"), "COCO", data_dir), COCOEnvironment)
+
+
+def test_oeg_answers_are_the_authors_for_every_direction(data_dir):
+    from proactive_eval.metrics.proactivebench import oeg_judgment
+    from proactive_eval.oeg import oeg_valid_answers
+
+    for direction in ("left", "up_right", "zoom"):
+        env = COCOEnvironment(record(direction), data_dir, load_images=False)
+        assert oeg_valid_answers(env) == "Move the camera, Move farther from the object, zebra."
+    assert oeg_judgment("0, 0, 1", oeg_valid_answers(env), "COCO") == {
+        "proactive_suggestion": 0,
+        "category_prediction": 1,
+        "aggregate": 1,
+    }
