@@ -11,7 +11,7 @@ Example (a recipe's ``eval_callback`` block; every key is optional except ``eval
         - {type: pauc, episodes: [{source: data/pvqa_val.json}], max_items: 50,
            judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
         - {type: mcqa, environments: [{kind: occlusion, n: 8, seed: 7}]}
-        - {type: oeg, environments: [{path: data/QD_preprocessed_test.jsonl, dataset: QD}], max_new_tokens: 256,
+        - {type: oeg, environments: [{path: data/QuickDraw_preprocessed.jsonl, dataset: QD}], max_new_tokens: 256,
            judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
 
 Everything is validated when the recipe is parsed, so a typo fails before the first training step.
