@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from proactive_eval.environments import MCQAObservation, StepResult
 from proactive_eval.formats.proactivebench import ProactiveBenchRecord, parse_record
+from proactive_eval.mcqa_types import MCQAObservation, StepResult
 from proactive_eval.metrics.proactivebench import classify_answer
 from proactive_eval.records import EpisodeError, number
 

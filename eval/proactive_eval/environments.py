@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from proactive_eval.formats.proactivebench import ProactiveBenchRecord, parse_record
+from proactive_eval.mcqa_types import MCQAObservation, StepResult
 from proactive_eval.metrics.proactivebench import classify_answer, dataset_key, proactivebench_summary
 from proactive_eval.records import EpisodeError, EpisodeList, collect, read_records
 
@@ -41,36 +42,6 @@ __all__ = [
     "proactivebench_summary",
     "run_environment",
 ]
-
-
-@dataclass
-class MCQAObservation:
-    """What the policy sees at one MCQA step.
-
-    Args:
-        image (`np.ndarray`): the current image, ``H×W×3`` uint8.
-        prompt (`str`): the question (with the dataset's pre-prompt and optional hint).
-        options (`list[str]`): the lettered options: the actions shown, then the categories.
-        valid_actions (`list[str]`): the actions that are valid proactive suggestions now (for rewards / oracles).
-        step (`int`): 0-based turn index.
-        image_path (`str`, *optional*): where the image came from.
-    """
-
-    image: np.ndarray
-    prompt: str
-    options: list[str]
-    valid_actions: list[str]
-    step: int
-    image_path: str | None = None
-
-
-@dataclass
-class StepResult:
-    """The result of one answer: the next observation (`None` when done), the outcome, and whether it ended."""
-
-    observation: MCQAObservation | None
-    outcome: str
-    done: bool
 
 
 @runtime_checkable

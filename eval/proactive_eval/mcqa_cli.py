@@ -60,12 +60,14 @@ def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
 
 
 def cmd_mcqa(args) -> int:
-    from proactive_eval.cli import CLIError
+    from proactive_eval.records import EpisodeError
 
     try:
         return _run(args)
-    except (ValueError, FileNotFoundError) as err:  # EpisodeError too: it names the file, record and field
-        raise CLIError(str(err)) from None
+    except EpisodeError:  # it names the file, record and field; the CLI prints it as one line
+        raise
+    except (ValueError, FileNotFoundError) as err:
+        raise EpisodeError(str(err)) from None
 
 
 def _run(args) -> int:

@@ -1,7 +1,7 @@
 """A synthetic dataset in MS-COCO's format (images + an instances JSON), for the ProactiveBench COCO builder on a CPU.
 
 The MS-COCO environment and its training rows are made from COCO-format annotations
-(`proactive_rl.proactivebench.coco_records`); this writes a small dataset of that format from the synthetic
+(`proactive_rl.data.proactivebench.coco_records`); this writes a small dataset of that format from the synthetic
 world, so the whole path runs in tests without the real data::
 
     out/images/000001.png ...

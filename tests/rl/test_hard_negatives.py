@@ -4,7 +4,7 @@ CLIP (random weights: the path runs; its similarity is the cosine of the text fe
 import numpy as np
 import pytest
 
-from proactive_rl.proactivebench.negatives import NegativeMiner, lexical_similarity
+from proactive_rl.data.proactivebench.negatives import NegativeMiner, lexical_similarity
 
 NAMES = ["dog", "cat", "horse", "car", "truck", "bus"]
 SUPER = ["animal", "animal", "animal", "vehicle", "vehicle", "vehicle"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from proactive_rl.callbacks import EvalCallbackConfig, build_evaluators, evaluate_model
+from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model
 from tests.eval.test_coco_environment import record as coco_record
 
 

@@ -11,9 +11,9 @@ from PIL import Image
 
 from proactive_eval.coco_environment import COCOEnvironment
 from proactive_eval.environments import proactivebench_summary, run_environment
-from proactive_rl.proactivebench.coco_records import iou
-from proactive_rl.proactivebench.negatives import lexical_similarity
-from proactive_rl.proactivebench.train_set import build_train_set, main
+from proactive_rl.data.proactivebench.coco_records import iou
+from proactive_rl.data.proactivebench.negatives import lexical_similarity
+from proactive_rl.data.proactivebench.train_set import build_train_set, main
 from proactive_rl.synthetic.coco_format import make_coco_dataset
 from proactive_rl.synthetic.environments import make_environments
 from proactive_rl.synthetic.export import export_environments
@@ -129,8 +129,8 @@ def test_cli_and_bad_arguments(sources, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_the_suggestion_trainer_trains_on_the_rows(sources, tmp_path):
-    from proactive_rl.grpo.suggestion import main as train
-    from proactive_rl.grpo.suggestion import make_parser, parse_sources
+    from proactive_rl.grpo.suggestion.main import main as train
+    from proactive_rl.grpo.suggestion.main import make_parser, parse_sources
 
     root, instances, _ = sources
     build(root, instances, tmp_path / "data", 0.5, num_coco=6, num_qd=6)

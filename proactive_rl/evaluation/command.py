@@ -1,0 +1,116 @@
+"""`proactive-rl eval`: evaluate one model, or every checkpoint of a training run as it appears.
+
+::
+
+    proactive-rl eval --config recipes/tiny/sft.yaml --model outputs/tiny-sft/checkpoint-60
+    proactive-rl eval --config recipes/tiny/sft.yaml --watch outputs/tiny-sft          # beside a training job
+    accelerate launch --num_processes 8 -m proactive_rl.cli eval --config RECIPE.yaml --watch OUTPUT_DIR
+
+The evaluators come from the ``eval_callback`` block of a recipe (or a YAML holding that block alone), so a
+checkpoint evaluated here gets the numbers the training callback logged for it. ``--model`` writes
+``results.json``, per-evaluator reports and plots to ``--out`` (default ``<model>/eval`` for a local
+directory); ``--watch`` keeps ``state.json``, one folder per checkpoint and ``leaderboard.{md,json,png}`` in
+``--out`` (default ``<OUTPUT_DIR>/eval_watch``). See `proactive_rl.evaluation.watch` for the watching rules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--model", help="a checkpoint directory, a hub id, or tiny:<arch>:<size>")
+    target.add_argument("--watch", metavar="OUTPUT_DIR", help="a training output_dir: evaluate each new checkpoint-N")
+    parser.add_argument(
+        "--config", required=True, help="a recipe YAML with an eval_callback block (or a YAML with that block alone)"
+    )
+    parser.add_argument("--out", help="output folder (default: <model>/eval, or <OUTPUT_DIR>/eval_watch)")
+    parser.add_argument("--dtype", default=None, help="model dtype: float32, bfloat16, float16, auto (default: auto)")
+    parser.add_argument("--report_to", default="none", help="comma-separated: wandb, tensorboard, trackio, or none")
+    parser.add_argument("--no-plots", action="store_true", help="no report / leaderboard plots")
+    watch = parser.add_argument_group("watching (--watch)")
+    watch.add_argument("--poll", type=float, default=30.0, help="seconds between scans (default: 30)")
+    watch.add_argument(
+        "--settle", type=float, default=10.0, help="seconds a checkpoint's files must stay unchanged (default: 10)"
+    )
+    watch.add_argument("--once", action="store_true", help="evaluate the checkpoints there now, then exit")
+    watch.add_argument("--follow", action="store_true", help="keep watching after the run has finished")
+    watch.add_argument("--max-idle", type=float, default=None, help="exit after this many seconds with nothing new")
+
+
+def load_checkpoint(path: str | Path, dtype: str | None = None):
+    """``(model, processor)`` on this process's device, in eval mode (`load_model_spec`: ``tiny:``, hub id, folder)."""
+    from accelerate import PartialState
+
+    from proactive_rl.models.spec import load_model_spec
+
+    model, processor = load_model_spec(str(path), dtype=dtype)
+    return model.to(PartialState().device).eval(), processor
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
+    from accelerate import PartialState
+
+    from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config
+    from proactive_rl.evaluation.backends import log_results
+    from proactive_rl.evaluation.watch import CheckpointWatcher
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_eval_config(args.config)
+    except (OSError, ValueError) as err:
+        print(f"proactive-rl eval: error: {err}", file=sys.stderr)
+        return 2
+    evaluators = build_evaluators(config.evaluators, progress=config.progress, log_samples=config.log_samples)
+    import torch
+
+    # Without CUDA, `accelerate launch --num_processes N` gives N CPU processes only if the state is told so (gloo).
+    state = PartialState(cpu=not torch.cuda.is_available())
+    report_to = [r for r in args.report_to.split(",") if r and r != "none"]
+    if state.is_main_process and "wandb" in report_to:
+        import wandb
+
+        wandb.init(job_type="eval", config={"target": args.model or args.watch, "config": args.config})
+
+    if args.model:
+        out = (
+            Path(args.out) if args.out else (Path(args.model) / "eval" if Path(args.model).is_dir() else Path("eval"))
+        )
+        model, processor = load_checkpoint(args.model, args.dtype)
+        results = evaluate_model(
+            model,
+            processor,
+            evaluators,
+            out_dir=out if state.is_main_process else None,
+            plots=not args.no_plots,
+            meta={"checkpoint": args.model},
+        )
+        if state.is_main_process:
+            log_results(results, results.get("step") or 0, report_to=report_to, logging_dir=str(out / "tb"))
+            print(json.dumps({"metrics": results["metrics"], "incomplete": results["incomplete"]}, indent=1))
+            print(f"results: {out / 'results.json'}")
+        return 0 if results["complete"] else 1
+
+    run_dir = Path(args.watch)
+    out = Path(args.out) if args.out else run_dir / "eval_watch"
+
+    def load(path: Path):
+        return load_checkpoint(path, args.dtype)
+
+    def on_result(results):
+        if report_to:
+            log_results(results, results["step"], report_to=report_to, logging_dir=str(out / "tb"))
+
+    watcher = CheckpointWatcher(
+        run_dir, out, evaluators, load, settle_s=args.settle, plots=not args.no_plots, on_result=on_result
+    )
+    n = watcher.run(poll_s=args.poll, once=args.once, follow=args.follow, max_idle_s=args.max_idle)
+    if state.is_main_process:
+        print(f"evaluated {n} checkpoint(s); leaderboard: {out / 'leaderboard.md'}")
+    return 0

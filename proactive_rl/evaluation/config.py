@@ -1,0 +1,197 @@
+"""Configuration of `ProactiveEvalCallback` and `proactive-rl eval`, read from the recipe YAML's ``eval_callback``.
+
+Example (a recipe's ``eval_callback`` block; every key is optional except ``evaluators``)::
+
+    eval_callback:
+      on_save: true            # evaluate each checkpoint as it is saved
+      every_n_steps: null      # and/or every N optimizer steps
+      fail_fast: false         # a failing evaluator is recorded as incomplete; training goes on
+      evaluators:
+        - {type: prs, episodes: [{source: synthetic, task: atomic, num_episodes: 4, seed: 99}]}
+        - {type: pauc, episodes: [{source: data/pvqa_val.json}], max_items: 50,
+           judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
+        - {type: mcqa, environments: [{kind: occlusion, n: 8, seed: 7}]}
+        - {type: oeg, environments: [{path: data/QuickDraw_preprocessed.jsonl, dataset: QD}], max_new_tokens: 256,
+           judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
+
+Everything is validated when the recipe is parsed, so a typo fails before the first training step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+EVALUATOR_TYPES = ("prs", "pauc", "mcqa", "oeg")
+JUDGE_TYPES = ("rule", "openai")
+
+
+def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> dict:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected a mapping, got {raw!r}")
+    valid = {f.name for f in fields(cls)}
+    unknown = sorted(set(raw) - valid)
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; expected some of {sorted(valid)}")
+    missing = [k for k in required if k not in raw]
+    if missing:
+        raise ValueError(f"{where}: missing {missing} (present: {sorted(raw)})")
+    return raw
+
+
+def _environments(envs: Any, type_: str, where: str) -> list[dict]:
+    """The ``environments`` of an mcqa / oeg evaluator: a non-empty list of mappings."""
+    if isinstance(envs, dict):
+        envs = [envs]
+    if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
+        raise ValueError(f"{where}: expected a list of {{kind, n, seed}} or {{path}} mappings")
+    for i, env in enumerate(envs):
+        if type_ == "oeg" and "path" not in env:
+            raise ValueError(
+                f"{where}[{i}]: an oeg evaluator needs 'path' (ProactiveBench JSONL, with 'dataset' and 'data_dir')"
+            )
+        if "kind" not in env and "path" not in env:
+            raise ValueError(f"{where}[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
+    return envs
+
+
+@dataclass
+class EvaluatorConfig:
+    """One evaluator.
+
+    Args:
+        type (`str`): ``prs`` (streaming PRS-U/B, docs/spec.md §4), ``pauc`` (streaming PAUC with a judge, docs/spec.md §5),
+            ``mcqa`` (ProactiveBench acc / ps, docs/spec.md §6) or ``oeg`` (ProactiveBench open-ended agg / acc / ps with a
+            judge, docs/spec.md §6).
+        name (`str`, *optional*): the metric prefix and folder name; defaults to the type.
+        episodes (`list`, *optional*): ``prs`` / ``pauc``: held-out episode sources, the form of
+            ``dataset_mixture`` (`proactive_rl.data.mixture.DatasetSource`: episode files or synthetic tasks).
+        environments (`list`, *optional*): ``mcqa``: ``{kind, n, seed, size}`` synthetic environments
+            (`proactive_rl.synthetic.make_environments`) or ``{path, dataset, data_dir}`` ProactiveBench JSONL;
+            ``oeg``: ``{path, dataset, data_dir}`` only.
+        max_items (`int`, *optional*): evaluate only the first N episodes / environments.
+        max_new_tokens (`int`, *optional*, defaults to `16`): longest assistant turn.
+        max_frames (`int`, *optional*): keep only the latest K frames in context (docs/spec.md §2).
+        alpha (`float`, *optional*, defaults to `0.05`): PRS temporal decay (docs/spec.md §4).
+        judge (`dict`, *optional*): ``pauc`` / ``oeg``: ``{type: rule, kind: token_f1|rouge_l}`` (default) or
+            ``{type: openai, base_url, model, ...}`` (any `proactive_eval.judges.OpenAIJudge` argument; ``oeg``
+            sets its ``system_prompt`` to the authors' OEG judge prompt).
+        hint (`bool`, *optional*, defaults to `False`): ``oeg``: append the generic OEG hint to the question
+            (ProactiveBench Table 9; `proactive_eval.oeg.OEG_HINT`).
+        protocol (`str`, *optional*, defaults to `"filtered"`): ``mcqa`` / ``oeg`` on ProactiveBench JSONL: the
+            paper's filtered benchmark (Table 1) or ``"unfiltered"`` (Table 4, and any data that is not the
+            benchmark's, e.g. synthetic exports); `proactive_eval.formats.proactivebench_protocol`.
+        skip (`dict`, *optional*): the authors' skip arguments (default ``{strong_occlusions: false}``; ``{}`` keeps all).
+    """
+
+    type: str
+    name: str | None = None
+    episodes: Any = None
+    environments: Any = None
+    max_items: int | None = None
+    max_new_tokens: int = 16
+    max_frames: int | None = None
+    alpha: float = 0.05
+    judge: dict[str, Any] | None = None
+    hint: bool = False
+    protocol: str = "filtered"
+    skip: dict[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str) -> EvaluatorConfig:
+        cfg = cls(**_check_keys(raw, cls, where, required=("type",)))
+        if cfg.type not in EVALUATOR_TYPES:
+            raise ValueError(f"{where}.type: expected one of {', '.join(EVALUATOR_TYPES)}, got {cfg.type!r}")
+        cfg.name = str(cfg.name or cfg.type)
+        if cfg.type in ("prs", "pauc"):
+            if cfg.episodes is None:
+                raise ValueError(f"{where}: a {cfg.type} evaluator needs 'episodes' (a list of episode sources)")
+            from proactive_rl.data.mixture import parse_mixture
+
+            cfg.episodes = parse_mixture(cfg.episodes, f"{where}.episodes")
+        if cfg.type in ("mcqa", "oeg"):
+            cfg.environments = _environments(cfg.environments, cfg.type, f"{where}.environments")
+            from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
+
+            if cfg.protocol not in PROTOCOLS:
+                raise ValueError(f"{where}.protocol: expected one of {', '.join(PROTOCOLS)}, got {cfg.protocol!r}")
+            if cfg.skip is not None and not isinstance(cfg.skip, dict):
+                raise ValueError(f"{where}.skip: a mapping of field: value to skip, got {cfg.skip!r}")
+        if not isinstance(cfg.hint, bool) or (cfg.hint and cfg.type != "oeg"):
+            raise ValueError(f"{where}.hint: a boolean, for oeg evaluators only; got {cfg.hint!r} ({cfg.type})")
+        for key in ("max_items", "max_frames"):
+            value = getattr(cfg, key)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{where}.{key}: must be an integer >= 1, got {value!r}")
+        if not isinstance(cfg.max_new_tokens, int) or cfg.max_new_tokens < 1:
+            raise ValueError(f"{where}.max_new_tokens: must be an integer >= 1, got {cfg.max_new_tokens!r}")
+        judge = cfg.judge if cfg.judge is not None else {"type": "rule", "kind": "token_f1"}
+        if not isinstance(judge, dict) or judge.get("type", "rule") not in JUDGE_TYPES:
+            raise ValueError(f"{where}.judge: expected {{type: {' | '.join(JUDGE_TYPES)}, ...}}, got {judge!r}")
+        if judge.get("type") == "openai" and not {"base_url", "model"} <= set(judge):
+            raise ValueError(f"{where}.judge: an openai judge needs 'base_url' and 'model'")
+        cfg.judge = judge
+        for i, env in enumerate(cfg.environments or ()):
+            if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
+                raise ValueError(f"{where}.environments[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
+        return cfg
+
+
+@dataclass
+class EvalCallbackConfig:
+    """When and what `ProactiveEvalCallback` evaluates.
+
+    Args:
+        evaluators (`list[EvaluatorConfig]`): what to evaluate (see `EvaluatorConfig`); names must be unique.
+        on_save (`bool`, *optional*, defaults to `True`): evaluate every saved checkpoint, writing
+            ``checkpoint-N/eval/``.
+        on_evaluate (`bool`, *optional*, defaults to `False`): evaluate whenever the Trainer evaluates.
+        every_n_steps (`int`, *optional*): also evaluate every N optimizer steps (written to
+            ``output_dir/eval/step-N/``).
+        fail_fast (`bool`, *optional*, defaults to `False`): re-raise an evaluator's failure (stopping training)
+            instead of recording it as incomplete.
+        plots (`bool`, *optional*, defaults to `True`): draw the timeline / PAUC plots (and log them to wandb).
+        log_samples (`int`, *optional*, defaults to `4`): episodes per evaluator in the wandb sample table.
+        progress (`bool`, *optional*, defaults to `False`): progress bars while evaluating.
+    """
+
+    evaluators: list = field(default_factory=list)
+    on_save: bool = True
+    on_evaluate: bool = False
+    every_n_steps: int | None = None
+    fail_fast: bool = False
+    plots: bool = True
+    log_samples: int = 4
+    progress: bool = False
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str = "eval_callback") -> EvalCallbackConfig:
+        if isinstance(raw, EvalCallbackConfig):
+            return raw
+        cfg = cls(**_check_keys(raw, cls, where, required=("evaluators",)))
+        if not isinstance(cfg.evaluators, list) or not cfg.evaluators:
+            raise ValueError(f"{where}.evaluators: expected a non-empty list, got {cfg.evaluators!r}")
+        cfg.evaluators = [
+            e if isinstance(e, EvaluatorConfig) else EvaluatorConfig.from_dict(e, f"{where}.evaluators[{i}]")
+            for i, e in enumerate(cfg.evaluators)
+        ]
+        names = [e.name for e in cfg.evaluators]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"{where}.evaluators: duplicate names {duplicates}; give each a distinct 'name'")
+        if cfg.every_n_steps is not None and (not isinstance(cfg.every_n_steps, int) or cfg.every_n_steps < 1):
+            raise ValueError(f"{where}.every_n_steps: must be an integer >= 1, got {cfg.every_n_steps!r}")
+        if not (cfg.on_save or cfg.on_evaluate or cfg.every_n_steps):
+            raise ValueError(f"{where}: nothing triggers an evaluation; set on_save, on_evaluate or every_n_steps")
+        return cfg
+
+
+def load_eval_config(path: str) -> EvalCallbackConfig:
+    """An `EvalCallbackConfig` from a YAML file: a recipe (its ``eval_callback`` block) or the block alone."""
+    import yaml
+
+    with open(path) as f:
+        raw = yaml.safe_load(f)
+    if isinstance(raw, dict) and "eval_callback" in raw:
+        return EvalCallbackConfig.from_dict(raw["eval_callback"], f"{path}: eval_callback")
+    return EvalCallbackConfig.from_dict(raw, path)

@@ -1,0 +1,427 @@
+"""Single-turn proactive-suggestion GRPO (ProactiveBench §5, Appendix C; docs/spec.md §6, §7) on TRL's `GRPOTrainer`.
+
+An image-model learns to ask for help: each prompt is one state of an MCQA environment (image + question +
+lettered options); 8 sampled answers are scored ``1`` for the correct category, ``r_p`` for a valid proactive
+suggestion and ``0`` otherwise (``proactive_rewards.get_reward("proactive_suggestion", r_p=...)``, the same
+parser the MCQA evaluator uses). Nothing here overrides TRL: images, advantages, clipping, LoRA and the vLLM
+path are `trl.GRPOTrainer` 1.16's own.
+
+Launch (the recipe's first line says the same)::
+
+    accelerate launch --config_file launch/zero3.yaml --num_processes 4 -m proactive_rl.grpo.suggestion \\
+        --config recipes/proactivebench/grpo_qwen2_5vl_3b_rp050.yaml
+
+The paper's two models, Qwen2.5-VL-3B and LLaVA-NeXT-Mistral-7B (``grpo_llava_next_mistral_7b_rp*.yaml``), go
+through the same code: the processor's chat template and image fields (``image_grid_thw`` or ``image_sizes``) are
+whatever `AutoProcessor` returns, and TRL batches them.
+
+`proactive-rl train` dispatches here when the recipe says ``trainer: grpo_suggestion``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import GRPOConfig, ModelConfig, TrlParser, get_peft_config
+
+from proactive_rl.training import finish, load_for_training
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("auto", "vllm", "transformers")
+_SOURCE_KEYS = {"source", "kind", "num_envs", "seed", "dataset", "data_dir", "max_states", "name", "format"}
+FORMATS = ("records", "rows")
+# Difficulty knobs of the synthetic environments (`proactive_rl.synthetic.environments.EnvKnobs`) and frame size.
+_KNOB_KEYS = {"negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size"}
+
+
+@dataclass
+class EnvironmentSource:
+    """One entry of an environment list.
+
+    Args:
+        source (`str`): ``"synthetic"`` (the embedded ask-for-help environments) or a ProactiveBench JSONL file.
+        format (`str`, *optional*, defaults to `"records"`): a JSONL source holds the authors' records (one
+            environment each; every state becomes a row), or ``"rows"``: single-turn training rows written by
+            `proactive_rl.data.proactivebench.train_set` (the paper's QuickDraw + MS-COCO set), used as they are.
+        kind (`str`, *optional*): synthetic kind (``occlusion``, ``corruption``, ``sketch``, ``zoom_out``).
+        num_envs (`int`, *optional*): how many synthetic environments.
+        seed (`int`, *optional*, defaults to `0`): synthetic seed (use different seeds for train and held-out).
+        dataset (`str`, *optional*): ProactiveBench dataset (``QD``, ``ROD``, ...); defaults to each record's field.
+        data_dir (`str`, *optional*): ProactiveBench image root; defaults to the JSONL's folder.
+        max_states (`int`, *optional*): training rows per environment (its first states); all by default.
+        negatives, colours, layout, corruptions, object_radius, colour_weights, size (*optional*): synthetic difficulty
+            knobs and frame size, passed to `proactive_rl.synthetic.make_environments` (see `EnvKnobs`; defaults: the
+            standard environments).
+    """
+
+    source: str
+    kind: str | None = None
+    num_envs: int | None = None
+    seed: int = 0
+    dataset: str | None = None
+    data_dir: str | None = None
+    max_states: int | None = None
+    name: str | None = None
+    negatives: str | None = None
+    colours: list[str] | None = None
+    layout: str | None = None
+    corruptions: list[str] | None = None
+    object_radius: float | None = None
+    colour_weights: list[float] | None = None
+    size: int | None = None
+    format: str = "records"
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str) -> EnvironmentSource:
+        from proactive_rl.synthetic.environments import KINDS, make_environments
+
+        if isinstance(raw, str):
+            raw = {"source": raw}
+        if not isinstance(raw, dict) or "source" not in raw:
+            raise ValueError(f"{where}: expected a mapping with a 'source' ('synthetic' or a JSONL file), got {raw!r}")
+        unknown = set(raw) - _SOURCE_KEYS - _KNOB_KEYS
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown keys {sorted(unknown)}; expected some of {sorted(_SOURCE_KEYS | _KNOB_KEYS)}"
+            )
+        src = cls(**raw)
+        if src.source == "synthetic":
+            if src.kind not in KINDS:
+                raise ValueError(f"{where}.kind: expected one of {', '.join(KINDS)}, got {src.kind!r}")
+            if not isinstance(src.num_envs, int) or src.num_envs < 1:
+                raise ValueError(f"{where}.num_envs: a synthetic source needs num_envs >= 1, got {src.num_envs!r}")
+            try:  # the knobs are checked now (a bad one names its field), not at the first build
+                make_environments(src.kind, 1, src.seed, **src.knobs())
+            except ValueError as e:
+                raise ValueError(f"{where}: {e}") from None
+        elif src.kind is not None or src.num_envs is not None or set(raw) & _KNOB_KEYS:
+            raise ValueError(
+                f"{where}: 'kind', 'num_envs' and the knobs {sorted(_KNOB_KEYS)} only apply to source: synthetic"
+            )
+        if src.format not in FORMATS:
+            raise ValueError(f"{where}.format: expected one of {', '.join(FORMATS)}, got {src.format!r}")
+        if src.format == "rows" and (src.source == "synthetic" or src.dataset or src.max_states):
+            raise ValueError(f"{where}: format rows is a rows JSONL file, without dataset / max_states")
+        # A JSONL source is read (and a missing file reported, naming it) when the environments are built.
+        if src.max_states is not None and src.max_states < 1:
+            raise ValueError(f"{where}.max_states: must be >= 1, got {src.max_states}")
+        src.name = src.name or (f"synthetic/{src.kind}" if src.source == "synthetic" else src.source)
+        return src
+
+    def knobs(self) -> dict[str, Any]:
+        """The synthetic knobs this source sets (keyword arguments of `make_environments`)."""
+        return {k: getattr(self, k) for k in sorted(_KNOB_KEYS) if getattr(self, k) is not None}
+
+    def build(self, hint: bool = False) -> list:
+        """The environments of this source."""
+        if self.format == "rows":
+            raise ValueError(f"{self.name}: a rows file holds training rows, not environments (it cannot be played)")
+        if self.source == "synthetic":
+            from proactive_rl.synthetic.environments import make_environments
+
+            return make_environments(self.kind, self.num_envs, seed=self.seed, **self.knobs())
+        from proactive_rl.data.mcqa import proactivebench_environments
+
+        return proactivebench_environments(self.source, self.dataset, self.data_dir, hint=hint)
+
+
+def parse_sources(raw: Any, where: str) -> list[EnvironmentSource]:
+    """A list of sources (each a path or a mapping; a single one is accepted too)."""
+    if isinstance(raw, (str, dict)):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{where}: expected a non-empty list of environment sources, got {raw!r}")
+    return [EnvironmentSource.from_dict(item, f"{where}[{i}]") for i, item in enumerate(raw)]
+
+
+@dataclass
+class SuggestionScriptArguments:
+    """Data, reward and generation backend of a proactive-suggestion GRPO run.
+
+    Args:
+        trainer (`str`, *optional*, defaults to `"grpo_suggestion"`): the trainer `proactive-rl train` dispatches to.
+        environments (`list`): training environments, see :class:`EnvironmentSource`. Example::
+
+            environments:
+              - {source: synthetic, kind: sketch, num_envs: 64, seed: 0}
+              - {source: data/QuickDraw/train.jsonl, dataset: QD}
+        eval_environments (`list`, *optional*): held-out environments, played greedily before and after training
+            (``acc``, ``ps``; docs/spec.md §6), written to ``<output_dir>/mcqa_eval.json``.
+        r_p (`float`, *optional*, defaults to `0.5`): reward of a valid proactive suggestion (paper: 0.5/0.75/1.0).
+        hint (`bool`, *optional*, defaults to `False`): add the dataset's hint to each question (ProactiveBench §4.3).
+        answer_letters_only (`bool`, *optional*, defaults to `False`): sample (and evaluate) only option-letter
+            tokens. For a randomly initialised tiny model, which would otherwise almost never name an option; with
+            ``max_completion_length: 1`` each completion is one letter.
+        generation_backend (`str`, *optional*, defaults to `"auto"`): ``"auto"`` uses TRL's vLLM path when vLLM is
+            installed and a CUDA GPU is visible, else transformers' `generate` (logged); ``"vllm"`` fails at start-up
+            when either is missing; ``"transformers"`` never uses vLLM.
+        reward_on_error (`str`, *optional*, defaults to `"raise"`): a reward that raises or returns the wrong number
+            of values stops the run naming it (``"raise"``), or (``"skip"``) its group is skipped and
+            ``rewards/<name>/error_rate`` logged (`proactive_rl.grpo.reward_guard`).
+        max_reward_error_rate (`float`, *optional*, defaults to `0.1`): with ``"skip"``, the error rate that stops the run.
+        warm_start_steps (`int`, *optional*, defaults to `0`): before GRPO, train this many supervised steps on the
+            training environments' reference images (`proactive_rl.grpo.suggestion.warm_start`): a randomly
+            initialised tiny model then recognises the categories, as the paper's instruction-tuned models do.
+        warm_start_lr (`float`, *optional*, defaults to `3e-3`): its learning rate.
+        warm_start_suggest_rate (`float`, *optional*, defaults to `0.1`): fraction of warm-start rows whose target is
+            the suggestion option (teaches which option it is, not when to use it).
+        warm_start_states (`str`, *optional*, defaults to `"reference"`): warm-start rows from the reference images
+            only, or from ``"all"`` states with the correct category as target (each state's best guess).
+        eval_before (`bool`, *optional*, defaults to `True`): also play the held-out environments before training.
+    """
+
+    trainer: str = field(default="grpo_suggestion", metadata={"help": "Trainer to dispatch to."})
+    environments: Any = field(default=None, metadata={"help": "Training environments (list of mappings)."})
+    eval_environments: Any = field(default=None, metadata={"help": "Held-out environments (same form)."})
+    r_p: float = field(default=0.5, metadata={"help": "Reward of a valid proactive suggestion."})
+    hint: bool = field(default=False, metadata={"help": "Add the dataset hint to each question."})
+    answer_letters_only: bool = field(default=False, metadata={"help": "Sample only option letters."})
+    generation_backend: str = field(default="auto", metadata={"help": f"One of {BACKENDS}."})
+    reward_on_error: str = field(default="raise", metadata={"help": "raise or skip."})
+    max_reward_error_rate: float = field(default=0.1, metadata={"help": "Error rate that stops a 'skip' run."})
+    warm_start_steps: int = field(default=0, metadata={"help": "Supervised warm-start steps before GRPO."})
+    warm_start_lr: float = field(default=3e-3, metadata={"help": "Warm-start learning rate."})
+    warm_start_suggest_rate: float = field(default=0.1, metadata={"help": "Warm-start rows targeting the suggestion."})
+    warm_start_states: str = field(default="reference", metadata={"help": "reference or all."})
+    eval_before: bool = field(default=True, metadata={"help": "Evaluate the held-out environments before training."})
+
+    def __post_init__(self):
+        from proactive_rl.grpo.reward_guard import ON_ERROR
+
+        if self.trainer != "grpo_suggestion":
+            raise ValueError(f"trainer: this entry point runs 'grpo_suggestion', got {self.trainer!r}")
+        if self.environments is None:
+            raise ValueError("environments: required (a list of sources: synthetic kinds or ProactiveBench JSONL)")
+        self.environments = parse_sources(self.environments, "environments")
+        if self.eval_environments is not None:
+            self.eval_environments = parse_sources(self.eval_environments, "eval_environments")
+        if self.generation_backend not in BACKENDS:
+            raise ValueError(f"generation_backend: expected one of {BACKENDS}, got {self.generation_backend!r}")
+        from proactive_rl.grpo.suggestion.warm_start import STATES
+
+        if self.warm_start_states not in STATES:
+            raise ValueError(f"warm_start_states: expected one of {', '.join(STATES)}, got {self.warm_start_states!r}")
+        if self.reward_on_error not in ON_ERROR:
+            raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
+        # r_p itself is checked by the reward factory (finite number) when the reward is built.
+
+
+# --- generation backend --------------------------------------------------------------------------------
+
+
+def vllm_status() -> tuple[bool, str]:
+    """``(available, reason)``: vLLM is importable and a CUDA GPU is visible."""
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("vllm") is None:
+        return False, "vLLM is not installed (pip install -e '.[vllm]')"
+    if not torch.cuda.is_available():
+        return False, "no CUDA GPU is visible"
+    return True, "vLLM is installed and a CUDA GPU is visible"
+
+
+def resolve_generation_backend(backend: str, training_args: GRPOConfig) -> str:
+    """Set ``training_args.use_vllm`` from the requested backend and what this machine has; returns the backend.
+
+    ``use_vllm: true`` in a recipe counts as ``generation_backend: vllm``. Never claims vLLM when it is absent.
+    """
+    if training_args.use_vllm and backend == "auto":
+        backend = "vllm"
+    available, reason = vllm_status()
+    if backend == "vllm" and not available:
+        raise RuntimeError(
+            f"generation_backend=vllm (or use_vllm=true) but {reason}; "
+            "set generation_backend: auto or transformers to generate with transformers"
+        )
+    use = backend == "vllm" or (backend == "auto" and available)
+    training_args.use_vllm = use
+    chosen = f"vllm ({training_args.vllm_mode})" if use else "transformers"
+    logger.info("generation backend: %s (%s)", chosen, reason if backend == "auto" else f"requested {backend}")
+    return "vllm" if use else "transformers"
+
+
+# --- model, data, reward ------------------------------------------------------------------------------
+
+
+def load_policy(model_args: ModelConfig, seed: int = 0):
+    """Model and processor (`load_model_spec`; ``llava_next`` tiny included), without the state tokens:
+    single-turn MCQA does not use them."""
+    return load_for_training(model_args, seed=seed, state_tokens=False)
+
+
+def build_rows(sources: list[EnvironmentSource], hint: bool) -> list[dict]:
+    from proactive_rl.data.mcqa import environment_rows, load_rows
+
+    rows = []
+    for src in sources:
+        if src.format == "rows":
+            rows.extend(load_rows(src.source))  # single-turn rows as built (their questions carry no hint)
+            continue
+        envs = src.build(hint)
+        for env in envs:
+            rows.extend(environment_rows(env, max_states=src.max_states, hint=hint))
+        logger.info("%s: %d environments", src.name, len(envs))
+    return rows
+
+
+def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) -> list:
+    from proactive_rewards import get_reward
+    from proactive_rl.grpo.reward_guard import guard_rewards
+
+    reward = get_reward("proactive_suggestion", r_p=script_args.r_p)
+    return guard_rewards([reward], script_args.reward_on_error, num_generations, script_args.max_reward_error_rate)
+
+
+# --- evaluation ------------------------------------------------------------------------------------------
+
+
+def evaluate(model, processor, sources: list[EnvironmentSource], hint: bool = False, suppress=None, max_new_tokens=16):
+    """Greedy ``acc`` / ``ps`` over held-out environments (docs/spec.md §6) through `proactive_eval.run_environment`."""
+    import torch
+    from PIL import Image
+
+    from proactive_eval.environments import proactivebench_summary, run_environment
+    from proactive_rl.data.mcqa import mcqa_messages
+
+    was_training = model.training
+    model.eval()
+    outcomes = []
+
+    def policy_for(env):
+        hint_text = getattr(env, "hint", "") if hint else ""
+
+        @torch.no_grad()
+        def policy(observation):
+            image = observation.image
+            if observation.image_path is not None and image.shape[:2] == (1, 1):
+                image = Image.open(observation.image_path).convert("RGB")
+            else:
+                image = Image.fromarray(image)
+            messages = mcqa_messages(observation, hint_text)
+            text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            inputs = processor(text=[text], images=[image], return_tensors="pt").to(model.device)
+            out = model.generate(
+                **inputs, max_new_tokens=max_new_tokens, do_sample=False, suppress_tokens=suppress, use_cache=True
+            )
+            return processor.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+
+        return policy
+
+    for src in sources:
+        for env in src.build(hint):
+            outcomes.append(run_environment(env, policy_for(env)))
+    model.train(was_training)
+    summary = proactivebench_summary(outcomes)
+    return {**summary, "outcomes": [o.outcomes for o in outcomes]}
+
+
+# --- entry points ----------------------------------------------------------------------------------------
+
+
+def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
+    """Model, rows (validated before the first step), guarded reward and `trl.GRPOTrainer`, ready to `train()`."""
+    from trl import GRPOTrainer
+
+    from proactive_rl.data.mcqa import rows_to_dataset, suppressed_tokens
+
+    resolve_generation_backend(script_args.generation_backend, training_args)
+    model, processor = load_policy(model_args, seed=training_args.seed)
+    if script_args.warm_start_steps > 0:
+        from proactive_rl.grpo.suggestion.warm_start import warm_start
+
+        envs = [env for src in script_args.environments if src.source == "synthetic" for env in src.build()]
+        if not envs:
+            raise ValueError("warm_start_steps: the warm start needs synthetic training environments")
+        warm_start(
+            model,
+            processor,
+            envs,
+            steps=script_args.warm_start_steps,
+            learning_rate=script_args.warm_start_lr,
+            suggest_rate=script_args.warm_start_suggest_rate,
+            seed=training_args.seed,
+            states=script_args.warm_start_states,
+        )
+    rows = build_rows(script_args.environments, script_args.hint)
+    logger.info("training rows (single-turn environment states): %d", len(rows))
+    suppress = None
+    if script_args.answer_letters_only:
+        if training_args.max_completion_length != 1:
+            raise ValueError(
+                "answer_letters_only: needs max_completion_length: 1 (only letters can be sampled, so a longer "
+                f"completion would be several letters), got {training_args.max_completion_length}"
+            )
+        tokenizer = getattr(processor, "tokenizer", processor)
+        suppress = suppressed_tokens(model, tokenizer, max(len(r["options"]) for r in rows))
+        training_args.generation_kwargs = {**(training_args.generation_kwargs or {}), "suppress_tokens": suppress}
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=build_rewards(script_args, training_args.num_generations),
+        args=training_args,
+        train_dataset=rows_to_dataset(rows),
+        processing_class=processor,
+        peft_config=get_peft_config(model_args),
+    )
+    trainer.suppress_tokens = suppress
+    trainer.generation_backend = "vllm" if training_args.use_vllm else "transformers"
+    return trainer
+
+
+def _evaluate_trainer(trainer, script_args: SuggestionScriptArguments, max_new_tokens: int) -> dict | None:
+    if not script_args.eval_environments:
+        return None
+    if trainer.accelerator.num_processes > 1:
+        # Environments take different numbers of turns per rank, so sharded parameters (ZeRO-3) would hang in
+        # `generate`; evaluate the saved model instead (`proactive-rl eval`).
+        logger.warning("eval_environments: skipped with %d processes", trainer.accelerator.num_processes)
+        return None
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    return evaluate(
+        model,
+        trainer.processing_class,
+        script_args.eval_environments,
+        script_args.hint,
+        trainer.suppress_tokens,
+        max_new_tokens,
+    )
+
+
+def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
+    """Evaluate (held-out, if given), train, evaluate again, save (open-r1 style entry point)."""
+    trainer = build_trainer(script_args, training_args, model_args)
+    max_new = training_args.max_completion_length or 16
+    before = _evaluate_trainer(trainer, script_args, max_new) if script_args.eval_before else None
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    after = _evaluate_trainer(trainer, script_args, max_new)
+    reports = {}
+    if after is not None:
+        reports["mcqa_eval.json"] = {
+            "r_p": script_args.r_p,
+            "before": {k: before[k] for k in ("acc", "ps", "n")} if before else None,
+            "after": {k: after[k] for k in ("acc", "ps", "n")},
+        }
+        logger.info(
+            "held-out MCQA: before %s, after %s",
+            reports["mcqa_eval.json"]["before"],
+            reports["mcqa_eval.json"]["after"],
+        )
+    finish(trainer, training_args.output_dir, reports)
+    trainer.mcqa_eval = (before, after)
+    return trainer
+
+
+def make_parser() -> TrlParser:
+    return TrlParser((SuggestionScriptArguments, GRPOConfig, ModelConfig))
+
+
+def train_main(argv: list[str] | None = None) -> int:
+    """``python -m proactive_rl.grpo.suggestion --config RECIPE.yaml [--field value ...]``."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
+    main(script_args, training_args, model_args)
+    return 0

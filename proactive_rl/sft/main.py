@@ -1,0 +1,120 @@
+"""`proactive-rl train`: focal-weighted SFT of a streaming video LLM on state-token dialogues (docs/spec.md §2, §3).
+
+Launch as users do, from one CPU to many GPU nodes::
+
+    accelerate launch --config_file launch/zero3.yaml -m proactive_rl.cli train --config recipes/p3i_assistant/sft_qwen3vl_4b.yaml
+
+Arguments come from a YAML recipe parsed by ``trl.TrlParser`` (command-line flags override it) into
+`SFTScriptArguments` (data), `ProactiveSFTConfig` (training + loss) and ``trl.ModelConfig`` (model). The model is
+a hub id / local directory (`proactive_rl.models.load_model`) or ``tiny:<arch>:<size>`` for the embedded tiny model.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from trl import ModelConfig, TrlParser, get_peft_config
+
+from proactive_rl.data import EpisodeCollator, as_hf_dataset, load_mixture, prepare_examples
+from proactive_rl.sft.config import ProactiveSFTConfig, SFTScriptArguments
+from proactive_rl.training import finish, freeze_vision_tower, load_for_training
+
+logger = logging.getLogger(__name__)
+
+
+def make_encoder(processor, script_args: SFTScriptArguments, max_length: int | None):
+    """``encode(episode) -> dict``: frames of the episode (rendered or decoded) through `proactive_rl.chat`."""
+    from proactive_rl.chat import build_messages, encode_dialogue
+    from proactive_rl.data.frames import frames_of
+
+    def encode(episode):
+        messages = build_messages(episode, frames_of(episode), max_frames=script_args.max_frames)
+        return encode_dialogue(processor, messages, max_length, script_args.truncation, episode_id=episode.id)
+
+    return encode
+
+
+def state_token_ids(processor) -> list[int]:
+    from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
+
+    tokenizer = getattr(processor, "tokenizer", processor)
+    ids = [tokenizer.convert_tokens_to_ids(t) for t in (SILENCE_TOKEN, RESPONSE_TOKEN)]
+    if any(i is None or i == tokenizer.unk_token_id for i in ids):
+        raise ValueError("the tokenizer lacks the state tokens; load the model with proactive_rl.models.load_model")
+    return ids
+
+
+def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, model_args: ModelConfig):
+    """Model, data (validated and encoded before the first step) and `ProactiveSFTTrainer`, ready to `train()`."""
+    from proactive_rl.sft.trainer import ProactiveSFTTrainer
+
+    model, processor = load_for_training(model_args, seed=training_args.seed)
+    if script_args.freeze_vision_tower:
+        freeze_vision_tower(model)
+    tokenizer = getattr(processor, "tokenizer", processor)
+    encode = make_encoder(processor, script_args, training_args.max_length)
+
+    def prepared(sources, what):
+        episodes, skipped = load_mixture(sources, on_error=script_args.on_bad_record)
+        data = prepare_examples(
+            episodes,
+            encode,
+            max_length=training_args.max_length,
+            truncation=script_args.truncation,
+            on_error=script_args.on_bad_record,
+        )
+        data.skipped = skipped + data.skipped
+        logger.info(
+            "%s: %d episodes, skipped %d (%s)", what, len(data.examples), len(data.skipped), data.skip_summary()
+        )
+        return data
+
+    train = prepared(script_args.dataset_mixture, "train")
+    evaluation = prepared(script_args.eval_mixture, "eval") if script_args.eval_mixture else None
+    examples = train.examples + (evaluation.examples if evaluation else [])
+    eval_dataset = None
+    if evaluation:
+        eval_dataset = as_hf_dataset(evaluation).map(lambda r: {"index": r["index"] + len(train.examples)})
+    trainer = ProactiveSFTTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=as_hf_dataset(train),
+        eval_dataset=eval_dataset,
+        data_collator=EpisodeCollator(examples, tokenizer.pad_token_id),
+        processing_class=processor,
+        peft_config=get_peft_config(model_args),
+        state_token_ids=state_token_ids(processor),
+    )
+    trainer.prepared_data = train
+    if script_args.eval_callback is not None:  # evaluate the live model on save / every N steps
+        from proactive_rl.evaluation import ProactiveEvalCallback
+
+        ProactiveEvalCallback(script_args.eval_callback).attach(trainer)
+    if trainer.is_deepspeed_enabled:
+        from deepspeed.accelerator import get_accelerator
+
+        logger.info(
+            "DeepSpeed accelerator: %s (backend %s)",
+            get_accelerator().device_name(),
+            get_accelerator().communication_backend_name(),
+        )
+    return trainer
+
+
+def main(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, model_args: ModelConfig):
+    """Train, then save the model and processor to ``output_dir`` (open-r1 style entry point)."""
+    trainer = build_trainer(script_args, training_args, model_args)
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    return finish(trainer, training_args.output_dir)
+
+
+def make_parser() -> TrlParser:
+    return TrlParser((SFTScriptArguments, ProactiveSFTConfig, ModelConfig))
+
+
+def train_main(argv: list[str] | None = None) -> int:
+    """The ``train`` subcommand: ``proactive-rl train --config RECIPE.yaml [--field value ...]``."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
+    main(script_args, training_args, model_args)
+    return 0
