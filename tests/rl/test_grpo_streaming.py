@@ -304,4 +304,4 @@ def test_expected_windows_mismatch_fails_before_the_model_loads(tmp_path):
     script = StreamingGRPOScriptArguments(dataset_mixture=[source], expected_windows={"accident": 300})
     args = StreamingGRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", bf16=False)
     with pytest.raises(ValueError, match=r"expected_windows: the training data gives \{'accident': 2\}"):
-        build_trainer(script, args, ModelConfig(model_name_or_path="no/such/model"))
+        build_trainer(script, args, ModelConfig(model_name_or_path="no-such-org/no-such-model"))  # a hub id
