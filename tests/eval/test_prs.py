@@ -78,4 +78,6 @@ def test_content_scorer_per_task_and_unknown_ids():
     assert default.summary()["groups"]["intervention"]["content_scorer"] == "rule:token_f1"
     exact = Episode(id="a1", task="accident", duration=30.0, instruction="x", targets=[Target(5.0, "Warning")])
     report = score_prs([exact], {"a1": [(5.0, "a Warning")]})
-    assert report.episodes[0].results["B"].score == 0.0 and report.summary()["overall"]["content_scorer"] == "exact_match"
+    assert (
+        report.episodes[0].results["B"].score == 0.0 and report.summary()["overall"]["content_scorer"] == "exact_match"
+    )

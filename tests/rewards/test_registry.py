@@ -87,7 +87,11 @@ def test_suggestion_reward_without_valid_actions_fails_at_start_up():
     # the actions given another way: a parameter, the same list for every row
     fixed = get_reward("proactive_suggestion", r_p=0.5, valid_actions=["Move the object."])
     fixed.check_columns(["prompt", "options", "answer"])
-    assert fixed(["A", "B", "C"], options=[["Move the object.", "cat", "dog"]] * 3, answer=["dog"] * 3) == [0.5, 0.0, 1.0]
+    assert fixed(["A", "B", "C"], options=[["Move the object.", "cat", "dog"]] * 3, answer=["dog"] * 3) == [
+        0.5,
+        0.0,
+        1.0,
+    ]
     with pytest.raises(ValueError, match="both as a dataset column and as a parameter"):
         fixed(["A"], options=[["Move the object.", "cat"]], answer=["cat"], valid_actions=[["Move the object."]])
 
