@@ -1,8 +1,8 @@
 """The embedded default world: procedural streaming episodes and ask-for-help MCQA environments.
 
-Streaming tasks (docs/spec.md §1): `generate_episodes(task, n, seed, **knobs)` builds in-memory episodes for every
+Streaming tasks (docs/spec.md §10): `generate_episodes(task, n, seed, **knobs)` builds in-memory episodes for every
 P³I task kind; `render_frames(episode)` draws their frames from ``meta["scene"]``; `OraclePolicy` answers from
-the ground truth. MCQA environments (docs/spec.md §6): `make_environments(kind, n, seed)` for ``occlusion``,
+the ground truth. MCQA environments (docs/spec.md §11): `make_environments(kind, n, seed)` for ``occlusion``,
 ``corruption``, ``sketch`` and ``zoom_out``. `proactive_rl.synthetic.export` writes them as mp4 + episodes JSON
 and ProactiveBench JSONL + images (the `proactive-rl synth` command).
 """

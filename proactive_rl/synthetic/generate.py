@@ -1,4 +1,4 @@
-"""Seeded episode generation and deterministic re-rendering (docs/spec.md §1).
+"""Seeded episode generation and deterministic re-rendering (docs/spec.md §10).
 
 `generate_episodes` builds in-memory `Episode`s (``video=None``) whose ``meta["scene"]`` holds every sprite,
 track and event, so `render_frames` redraws the frames from the record alone (a JSON round trip included).

@@ -1,4 +1,4 @@
-"""Synthetic ask-for-help MCQA environments (docs/spec.md §6)."""
+"""Synthetic ask-for-help MCQA environments (docs/spec.md §11)."""
 
 import numpy as np
 import pytest

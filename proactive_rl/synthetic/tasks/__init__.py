@@ -1,4 +1,4 @@
-"""One generator per P³I task kind (docs/spec.md §1): ``make(rng, knobs, steps) -> Scenario``."""
+"""One generator per P³I task kind (docs/spec.md §10): ``make(rng, knobs, steps) -> Scenario``."""
 
 from proactive_rl.synthetic.tasks.common import Knobs, Scenario
 from proactive_rl.synthetic.tasks.counting import make_atomic, make_event_type

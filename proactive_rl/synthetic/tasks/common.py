@@ -3,7 +3,7 @@
 A generator is ``make(rng, knobs, duration) -> Scenario``: it draws a scene (``world`` sprites), the
 targets that the scene's evidence supports, and a natural instruction. Times are whole decision steps
 (``k / fps``) and every target sits on the first frame that shows its evidence, so a policy that reads the
-frames can answer at exactly the target time (docs/spec.md §1, §4).
+frames can answer at exactly the target time (docs/spec.md §10, §4).
 """
 
 from __future__ import annotations
