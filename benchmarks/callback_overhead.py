@@ -35,7 +35,7 @@ EVAL_CALLBACK = {
 
 
 def train_seconds(recipe: dict, out: Path) -> tuple[float, object]:
-    from proactive_rl.train import build_trainer, make_parser
+    from proactive_rl.sft.main import build_trainer, make_parser
 
     path = out / "recipe.yaml"
     path.write_text(yaml.safe_dump({**recipe, "output_dir": str(out / "run")}))
@@ -58,7 +58,7 @@ def main() -> None:
         (Path(tmp) / "b").mkdir()
         base, _ = train_seconds(recipe, Path(tmp) / "a")
         with_cb, trainer = train_seconds({**recipe, "eval_callback": EVAL_CALLBACK}, Path(tmp) / "b")
-    from proactive_rl.callbacks import ProactiveEvalCallback
+    from proactive_rl.evaluation import ProactiveEvalCallback
 
     [callback] = [c for c in trainer.callback_handler.callbacks if isinstance(c, ProactiveEvalCallback)]
     n = len(callback.history)

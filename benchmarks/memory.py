@@ -39,18 +39,18 @@ def recipes(out: str, steps: int) -> dict[str, list[str]]:
         "import floor (torch, transformers, trl, proactive_rl)": [
             py,
             "-c",
-            "import torch, transformers, trl, proactive_rl.train, proactive_rl.grpo.streaming",
+            "import torch, transformers, trl, proactive_rl.sft.main, proactive_rl.grpo.streaming",
         ],
         "tiny SFT (recipes/tiny/sft.yaml)": [
-            py, "-m", "proactive_rl.train", "--config", "recipes/tiny/sft.yaml",
+            py, "-m", "proactive_rl.sft.main", "--config", "recipes/tiny/sft.yaml",
             "--max_steps", str(steps), "--output_dir", f"{out}/sft", "--save_strategy", "no",
         ],
         "tiny streaming GRPO (recipes/tiny/grpo_streaming.yaml, from the untrained tiny model)": [
-            py, "-m", "proactive_rl.grpo.streaming", "--config", "recipes/tiny/grpo_streaming.yaml",
+            py, "-m", "proactive_rl.grpo.streaming.main", "--config", "recipes/tiny/grpo_streaming.yaml",
             "--model_name_or_path", "tiny:qwen2_5_vl:xs", "--max_steps", str(steps), "--output_dir", f"{out}/grpo",
         ],
         "tiny suggestion GRPO (recipes/tiny/grpo_suggestion.yaml, LoRA)": [
-            py, "-m", "proactive_rl.grpo.suggestion", "--config", "recipes/tiny/grpo_suggestion.yaml",
+            py, "-m", "proactive_rl.grpo.suggestion.main", "--config", "recipes/tiny/grpo_suggestion.yaml",
             "--max_steps", str(steps), "--output_dir", f"{out}/suggestion",
         ],
     }  # fmt: skip

@@ -3,7 +3,7 @@
 The tiny GRPO recipe's setting: accident episodes of 10-14 s, windows of at most 6 steps with a 3 s ground-truth
 prefix, G = 8 rollouts, at most 4 tokens per turn, sampling at T = 1 (docs/spec.md §8), on the tiny Qwen2.5-VL.
 
-1. Streaming (`proactive_rl.grpo.rollout.rollout_window`: prefix prefilled once, forked into G rows, one frame turn
+1. Streaming (`proactive_rl.grpo.streaming.rollout.rollout_window`: prefix prefilled once, forked into G rows, one frame turn
    appended and one assistant turn decoded per step) vs single-turn generation of the *same total number of
    tokens*: the same prompt and frames as one prompt (the rollout's prompt plus all its frame turns), then as many
    decoded tokens per row as the rollout's policy produced. Two single-turn baselines:
@@ -46,8 +46,8 @@ BREAKDOWN = {
 
 def setup(n_windows: int, seed: int = 0):
     """The tiny model (eval mode), and `n_windows` rollout windows of the tiny GRPO recipe with their frames."""
-    from proactive_rl.grpo.rollout import frames_of
-    from proactive_rl.grpo.windows import build_windows
+    from proactive_rl.data.frames import frames_of
+    from proactive_rl.grpo.streaming.windows import build_windows
     from proactive_rl.models import build_tiny
     from proactive_rl.synthetic import generate_episodes
 
@@ -67,7 +67,7 @@ def params(seed: int, greedy: bool = False, max_turn_tokens: int = 4):
 
 def streaming(model, processor, window, frames, generations: int, sampling):
     """G rollouts of one window from one forked session (what the GRPO trainer runs)."""
-    from proactive_rl.grpo.rollout import rollout_window
+    from proactive_rl.grpo.streaming.rollout import rollout_window
 
     return rollout_window(model, processor, window, generations, sampling, frames=frames)
 

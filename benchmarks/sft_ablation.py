@@ -37,7 +37,7 @@ HELD_OUT = [("accident", 101), ("crime", 102), ("object", 103), ("compositional"
 
 
 def train(out: Path, config: str, steps: int, extra: list[str]) -> None:
-    cmd = [sys.executable, "-m", "proactive_rl.train", "--config", config, "--output_dir", str(out)]
+    cmd = [sys.executable, "-m", "proactive_rl.sft.main", "--config", config, "--output_dir", str(out)]
     cmd += ["--max_steps", str(steps), "--save_strategy", "no", "--disable_tqdm", "true", *extra]
     # One thread: the benchmark must behave on a shared CPU box, and single-threaded runs are reproducible.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -63,8 +63,8 @@ def free_running_prs(model, processor, episodes, path: Path) -> float:
 def evaluate(model, processor, episodes) -> dict[str, float]:
     from proactive_rewards import Response, prs_score
     from proactive_rl.chat import build_messages, encode_dialogue
+    from proactive_rl.sft.main import state_token_ids
     from proactive_rl.synthetic import render_frames
-    from proactive_rl.train import state_token_ids
 
     sil, resp = state_token_ids(processor)
     eot = processor.tokenizer.convert_tokens_to_ids("<|im_end|>")

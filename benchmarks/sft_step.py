@@ -47,7 +47,7 @@ def make_examples(processor, n: int, seed: int = 0) -> list[dict]:
 def tiny_model(seed: int = 0):
     """The tiny recipe's model: Qwen2.5-VL xs, vision tower frozen (merger trained), train mode."""
     from proactive_rl.models import build_tiny
-    from proactive_rl.train import freeze_vision_tower
+    from proactive_rl.training import freeze_vision_tower
 
     model, processor = build_tiny("qwen2_5_vl", "xs", seed=seed)
     freeze_vision_tower(model)
@@ -72,7 +72,7 @@ class StepBench:
 
     def __init__(self, batch_size: int, seed: int = 0):
         from proactive_rl.data import EpisodeCollator
-        from proactive_rl.train import state_token_ids
+        from proactive_rl.sft.main import state_token_ids
 
         self.model, self.processor = tiny_model(seed)
         examples = make_examples(self.processor, batch_size, seed)
@@ -179,10 +179,10 @@ def make_trainer(kind: str, examples: list[dict], output_dir: str, steps: int, b
     """`ProactiveSFTTrainer` (``kind="ours"``) or plain `trl.SFTTrainer` (``"trl"``) on the same data and settings."""
     from trl import SFTConfig, SFTTrainer
 
-    from proactive_rl.config import ProactiveSFTConfig
     from proactive_rl.data import EpisodeCollator, PreparedData, as_hf_dataset
+    from proactive_rl.sft.config import ProactiveSFTConfig
+    from proactive_rl.sft.main import state_token_ids
     from proactive_rl.sft.trainer import ProactiveSFTTrainer
-    from proactive_rl.train import state_token_ids
 
     model, processor = tiny_model(0)
     settings = dict(

@@ -4,7 +4,7 @@ Commands are registered in `COMMANDS` as ``name -> (help, add_arguments, run)``;
 Heavy imports happen inside ``run``, so ``proactive-rl --help`` stays fast.
 
 - ``synth``: write the embedded synthetic world to files (`proactive_rl.synthetic.export`).
-- ``train``, ``eval``, ``demo``: placeholders until their engineers register them.
+- ``train``: the recipe's trainer from `proactive_rl.trainers`; ``eval``: `proactive_rl.evaluation.command`; ``demo``.
 """
 
 from __future__ import annotations
@@ -110,59 +110,19 @@ def _run_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- eval (proactive_rl.evaluate) ----------------------------------------------------------------------
+# --- eval (proactive_rl.evaluation.command) ----------------------------------------------------------------------
 
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    from proactive_rl.evaluate import add_arguments  # light: argparse only at import
+    from proactive_rl.evaluation.command import add_arguments  # light: argparse only at import
 
     add_arguments(parser)
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    from proactive_rl.evaluate import run
+    from proactive_rl.evaluation.command import run
 
     return run(args)
-
-
-# --- train: the recipe's `trainer` field picks the trainer; its TrlParser reads the rest -----------------
-
-TRAINERS = {
-    "sft": "proactive_rl.train:train_main",
-    "grpo_streaming": "proactive_rl.grpo.streaming:train_main",
-    "grpo_suggestion": "proactive_rl.grpo.suggestion:suggestion_main",
-}
-
-
-def recipe_trainer(argv: Sequence[str]) -> str:
-    """The ``trainer`` named by the ``--config`` recipe (default ``sft``); a ``--trainer`` flag is not accepted."""
-    import yaml
-
-    path = None
-    for i, arg in enumerate(argv):
-        if arg == "--config" and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif arg.startswith("--config="):
-            path = arg.split("=", 1)[1]
-    if path is None:
-        return "sft"
-    try:
-        with open(path) as f:
-            recipe = yaml.safe_load(f) or {}
-    except OSError as err:
-        raise SystemExit(f"proactive-rl train: cannot read recipe {path}: {err}") from None
-    trainer = recipe.get("trainer", "sft") if isinstance(recipe, dict) else "sft"
-    if trainer not in TRAINERS:
-        raise SystemExit(f"{path}: field 'trainer': unknown {trainer!r}; expected one of {', '.join(TRAINERS)}")
-    return trainer
-
-
-def run_train(argv: Sequence[str]) -> int:
-    """``proactive-rl train --config RECIPE [--field value ...]``: hand the arguments to the recipe's trainer."""
-    import importlib
-
-    module, func = TRAINERS[recipe_trainer(argv)].split(":")
-    return getattr(importlib.import_module(module), func)(list(argv))
 
 
 # --- placeholders (demo registers its own add_arguments / run here) -------------------------------------
@@ -206,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `proactive-rl` console script; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":  # TrlParser owns the train flags (recipe fields), so argparse steps aside
+        from proactive_rl.trainers import run_train
+
         return run_train(argv[1:])
     args = build_parser().parse_args(argv)
     return COMMANDS[args.command][2](args)

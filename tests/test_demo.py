@@ -67,12 +67,12 @@ def test_a_missing_trainer_is_not_run_and_grpo_needs_sft(fake_pipeline, monkeypa
     out, _ = fake_pipeline
 
     def missing(stage, overrides, out):
-        raise stages.StageSkipped("proactive_rl.train is not available (ImportError: nope)")
+        raise stages.StageSkipped("proactive_rl.sft.main is not available (ImportError: nope)")
 
     monkeypatch.setattr(stages, "train_stage", missing)
     summary = demo.run_demo(out, DemoSettings(), progress=False)
     status = {s["key"]: s["status"] for s in summary["stages"]}
-    assert status["sft"] == "not run: proactive_rl.train is not available (ImportError: nope)"
+    assert status["sft"] == "not run: proactive_rl.sft.main is not available (ImportError: nope)"
     assert status["grpo_streaming"].startswith("not run: the SFT stage did not produce a model")
     assert status["untrained"] == "ok"
 

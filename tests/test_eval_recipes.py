@@ -29,8 +29,8 @@ def test_there_are_evaluation_recipes():
 
 @pytest.mark.parametrize("path", EVAL_RECIPES, ids=IDS)
 def test_recipe_parses_cites_and_shows_its_command(path):
-    from proactive_rl.callbacks import load_eval_config
     from proactive_rl.cli import build_parser
+    from proactive_rl.evaluation import load_eval_config
 
     config = load_eval_config(str(path))
     assert config.evaluators
@@ -82,7 +82,7 @@ def _exported(kind: str, data_dir: Path) -> dict:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", EVAL_RECIPES, ids=IDS)
 def test_recipe_dry_run_on_a_tiny_model(path, tmp_path):
-    from proactive_rl.callbacks import build_evaluators, evaluate_model, load_eval_config
+    from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config
     from proactive_rl.models import build_tiny
 
     config = load_eval_config(str(path))

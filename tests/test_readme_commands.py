@@ -126,9 +126,10 @@ def _parse_ok(parser_main, argv: list[str], where: str) -> None:
 
 def check_proactive_rl(argv: list[str], where: str) -> None:
     from proactive_rl import cli
+    from proactive_rl.trainers import recipe_trainer
 
     if argv and argv[0] == "train" and not {"-h", "--help"} & set(argv):
-        cli.recipe_trainer(argv[1:])  # reads the recipe and resolves its trainer; SystemExit names the problem
+        recipe_trainer(argv[1:])  # reads the recipe and resolves its trainer; SystemExit names the problem
         return
     _parse_ok(lambda a: cli.build_parser().parse_args(a), argv, where)
 

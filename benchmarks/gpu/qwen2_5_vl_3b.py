@@ -126,7 +126,7 @@ def prepare_batch(processor, batch: int, seconds: int, seed: int = 0) -> dict:
 def prepare_stream(processor, frames: int, seed: int = 1) -> list[tuple[str, np.ndarray]]:
     """The streaming session's chunks: system + first user turn, then one user turn per frame (texts via the
     processor's chat template, as the GRPO rollouts render them)."""
-    from proactive_rl.grpo.rollout import dialogue_text
+    from proactive_rl.grpo.streaming.rollout import dialogue_text
     from proactive_rl.synthetic import generate_episodes, render_frames
 
     episode = generate_episodes("atomic", 1, seed, duration=[max(frames, 10), max(frames, 10)])[0]
@@ -183,7 +183,8 @@ def sync(device: torch.device) -> None:
 
 def bench_sft(model, processor, batch: dict, device, steps: int, warmup: int) -> dict:
     from proactive_rl.sft.loss import focal_state_loss, state_token_counts
-    from proactive_rl.train import freeze_vision_tower, state_token_ids
+    from proactive_rl.sft.main import state_token_ids
+    from proactive_rl.training import freeze_vision_tower
 
     freeze_vision_tower(model)
     model.train()

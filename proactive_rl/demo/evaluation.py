@@ -1,11 +1,11 @@
 """Evaluate one model of the demo: streaming PRS-U/B per task, PAUC (rule judge), ProactiveBench MCQA acc / ps.
 
-- PRS (docs/spec.md §4) and PAUC (docs/spec.md §5): the evaluators of `proactive_rl.callbacks` (the ones a training callback and
+- PRS (docs/spec.md §4) and PAUC (docs/spec.md §5): the evaluators of `proactive_rl.evaluation` (the ones a training callback and
   ``proactive-rl eval`` run): greedy decoding through the KV-cache `HFStreamingPolicy`, `proactive_eval`'s streaming
   loop over the exported mp4 episodes of the test split, and `proactive_eval`'s scorers and report (tables, timelines,
   PAUC curves). The demo drives them one episode at a time to show a progress bar.
 - MCQA (docs/spec.md §6): the held-out environments of the test split, played greedily through
-  `proactive_eval.run_environment` by `proactive_rl.grpo.suggestion.evaluate`, with the tiny suggestion recipe's
+  `proactive_eval.run_environment` by `proactive_rl.grpo.suggestion.main.evaluate`, with the tiny suggestion recipe's
   ``answer_letters_only`` decoding (only option letters may be generated: a tiny model otherwise never writes an
   option); the same decoding at every stage, so the numbers compare.
 """
@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 
 def _evaluators(data: Path, settings: DemoSettings):
-    from proactive_rl.callbacks import EvaluatorConfig, build_evaluators
+    from proactive_rl.evaluation import EvaluatorConfig, build_evaluators
 
     prs = {
         "type": "prs",
@@ -67,7 +67,8 @@ def _streaming(model, processor, evaluators, out: Path, progress: bool, label: s
 def _mcqa(model, processor, data: Path, settings: DemoSettings, progress: bool, label: str) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
-    from proactive_rl.grpo.suggestion import EnvironmentSource, evaluate, suppressed_tokens
+    from proactive_rl.data.mcqa import suppressed_tokens
+    from proactive_rl.grpo.suggestion.main import EnvironmentSource, evaluate
     from proactive_rl.synthetic.export import DATASET_RULES
 
     sources = [

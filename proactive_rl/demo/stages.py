@@ -153,19 +153,14 @@ _EXTRA_KEYS = {"save_strategy", "eval_environments", "tasks"}
 
 
 def _entry_point(stage: str):
-    """``(make_parser, main)`` of a stage's trainer; `StageSkipped` naming the module when it is not there."""
-    modules = {
-        "sft": "proactive_rl.train",
-        "grpo_streaming": "proactive_rl.grpo.streaming",
-        "grpo_suggestion": "proactive_rl.grpo.suggestion",
-    }
-    import importlib
+    """``(make_parser, main)`` of a stage's trainer (`proactive_rl.trainers`); `StageSkipped` when it is not there."""
+    from proactive_rl.trainers import TRAINERS, trainer_module
 
     try:
-        module = importlib.import_module(modules[stage])
+        module = trainer_module(stage)
         return module.make_parser, module.main
     except (ImportError, AttributeError) as err:
-        raise StageSkipped(f"{modules[stage]} is not available ({type(err).__name__}: {err})") from err
+        raise StageSkipped(f"{TRAINERS[stage]} is not available ({type(err).__name__}: {err})") from err
 
 
 def train_stage(stage: str, overrides: dict[str, Any], out: Path) -> Path:

@@ -22,11 +22,11 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 
+from proactive_rl.data.mixture import ON_ERROR
+
 __all__ = ["GuardedReward", "RewardError", "guard_rewards"]
 
 logger = logging.getLogger(__name__)
-
-ON_ERROR = ("raise", "skip")
 
 
 class RewardError(RuntimeError):

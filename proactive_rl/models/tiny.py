@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from proactive_rl.models.templates import QWEN2_5_VL_CHAT_TEMPLATE, QWEN3_VL_CHAT_TEMPLATE
+from proactive_rl.models.text_sizes import text_sizes
 from proactive_rl.models.tokenizer import build_tokenizer
 
 ARCHS = ("qwen2_5_vl", "qwen3_vl", "llava_next")
@@ -107,21 +108,6 @@ def _build_processor(arch: str, tokenizer, side: int):
     video_processor.size = {"shortest_edge": pixels, "longest_edge": pixels * 4}
     return cls(
         image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor, chat_template=template
-    )
-
-
-def text_sizes(d: dict, tokenizer) -> dict:
-    """The language model's size fields of a tiny config (`d`: one entry of the size table), shared by every
-    family; the vocabulary is rounded up to a multiple of 64 as in the released checkpoints (resizing for new
-    tokens is then rare)."""
-    return dict(
-        vocab_size=-(-len(tokenizer) // 64) * 64,
-        hidden_size=d["hidden"],
-        intermediate_size=d["ffn"],
-        num_hidden_layers=d["layers"],
-        num_attention_heads=d["heads"],
-        num_key_value_heads=d["kv_heads"],
-        max_position_embeddings=4096,
     )
 
 

@@ -78,7 +78,7 @@ def _build_processor(tokenizer):
 def _build_config(d: dict, tokenizer):
     from transformers import CLIPVisionConfig, LlavaNextConfig, MistralConfig
 
-    from proactive_rl.models.tiny import text_sizes
+    from proactive_rl.models.text_sizes import text_sizes
 
     # text_sizes rounds the vocabulary up as the released checkpoint does (32064 rows for 32002 tokens).
     text = MistralConfig(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-IGNORE_INDEX = -100
+from proactive_rl.chat.messages import IGNORE_INDEX
 
 
 @dataclass

@@ -127,21 +127,3 @@ class ProactiveSFTTrainer(SFTTrainer):
         dtype = tensor.dtype
         device = self.accelerator.device
         return self.accelerator.reduce(tensor.to(device), reduction="sum").to(dtype).cpu()
-
-
-def build_unpartitioned(build, *args):
-    """Build a tiny model outside ``deepspeed.zero.Init``: ZeRO-3 partitions it at wrap time instead.
-
-    A model built from a config under ZeRO-3 init is partitioned before its weights are initialised, which the
-    Qwen-VL initialisers do not support; a tiny model fits everywhere, so it is built whole.
-    """
-    from transformers.integrations import deepspeed as hf_ds
-
-    config = hf_ds._hf_deepspeed_config_weak_ref() if hf_ds._hf_deepspeed_config_weak_ref else None
-    if config is None:
-        return build(*args)
-    hf_ds.unset_hf_deepspeed_config()
-    try:
-        return build(*args)
-    finally:
-        hf_ds.set_hf_deepspeed_config(config)

@@ -19,7 +19,7 @@ from proactive_rewards.parsing import (
     responses_of,
     token_f1,
 )
-from proactive_rewards.registry import get_reward, list_rewards, register_reward
+from proactive_rewards.registry import get_reward, list_rewards, register_reward, task_rewards
 from proactive_rewards.suggestion import proactive_suggestion_reward
 from proactive_rewards.tasks import (
     LAMBDA,
@@ -64,6 +64,7 @@ __all__ = [
     "get_reward",
     "intervention_reward",
     "list_rewards",
+    "task_rewards",
     "match_bidirectional",
     "match_unidirectional",
     "normalize_text",

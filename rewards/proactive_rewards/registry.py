@@ -38,6 +38,17 @@ def list_rewards() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def task_rewards() -> dict[str, str]:
+    """``task -> reward name`` for the rewards that declare the tasks they score (`RewardSpec.tasks`).
+
+    Example:
+
+    >>> task_rewards()["atomic"], task_rewards()["accident"]
+    ('count', 'accident')
+    """
+    return {task: spec.name for spec in _REGISTRY.values() for task in sorted(spec.tasks or ())}
+
+
 def _import(path: str):
     module, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
     try:

@@ -21,13 +21,13 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # tests/eval/fake_openai.py
 from fake_openai import FakeOpenAI  # noqa: E402
 
-from proactive_rl.callbacks import (  # noqa: E402
+from proactive_rl.evaluation import (  # noqa: E402
     EvalCallbackConfig,
     EvaluationFailed,
     build_evaluators,
     evaluate_model,
 )
-from proactive_rl.callbacks.backends import scalars  # noqa: E402
+from proactive_rl.evaluation.backends import scalars  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORT = {"duration": [10, 10]}
@@ -88,7 +88,7 @@ def oracle_everywhere(monkeypatch):
     import proactive_eval.environments as environments
     from proactive_rl.synthetic import OraclePolicy, oracle_policy
 
-    monkeypatch.setattr("proactive_rl.callbacks.policy.model_policy", lambda *a, **k: OraclePolicy())
+    monkeypatch.setattr("proactive_rl.evaluation.policy.model_policy", lambda *a, **k: OraclePolicy())
     play = environments.run_environment
     monkeypatch.setattr(environments, "run_environment", lambda env, fn: play(env, oracle_policy(env)))
 
@@ -117,7 +117,7 @@ def test_bad_config_names_the_field(raw, message):
 
 
 def test_recipe_field_is_validated_at_parse_time(tmp_path):
-    from proactive_rl.train import make_parser
+    from proactive_rl.sft.main import make_parser
 
     bad = tiny_recipe(tmp_path, {"evaluators": [{"type": "prs", "episodes": [{"source": "synthetic"}]}]})
     with pytest.raises(ValueError, match=r"eval_callback.evaluators\[0\].episodes\[0\]: a synthetic source needs"):
@@ -157,7 +157,7 @@ def test_oracle_scores_100_everywhere_and_files_are_written(tiny, monkeypatch, t
 def test_silent_model_scores_zero(tiny, monkeypatch, tmp_path):
     from proactive_rl.synthetic import SilentPolicy
 
-    monkeypatch.setattr("proactive_rl.callbacks.policy.model_policy", lambda *a, **k: SilentPolicy())
+    monkeypatch.setattr("proactive_rl.evaluation.policy.model_policy", lambda *a, **k: SilentPolicy())
     config = EvalCallbackConfig.from_dict({"evaluators": [prs_eval(), pauc_eval()]})
     results = evaluate_model(*tiny, build_evaluators(config.evaluators), out_dir=None)
     assert results["metrics"]["prs/prs_b"] == 0.0
@@ -240,7 +240,7 @@ def wandb_history(run_file: Path) -> list[dict]:
 def test_tiny_recipe_writes_results_per_save_and_logs_to_wandb(tmp_path, monkeypatch, one_thread):
     import wandb
 
-    from proactive_rl.train import train_main
+    from proactive_rl.sft.main import train_main
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
@@ -274,8 +274,8 @@ def test_tiny_recipe_writes_results_per_save_and_logs_to_wandb(tmp_path, monkeyp
 def test_judge_down_then_back(tmp_path, monkeypatch, one_thread):
     from transformers import TrainerCallback
 
-    import proactive_rl.callbacks.callback as callback_module
-    from proactive_rl.train import build_trainer, make_parser
+    import proactive_rl.evaluation.callback as callback_module
+    from proactive_rl.sft.main import build_trainer, make_parser
 
     oracle_everywhere(monkeypatch)
     down = {"now": True}

@@ -25,8 +25,8 @@ SCRIPT = """
 import json, sys
 from pathlib import Path
 from accelerate import PartialState
-from proactive_rl.callbacks import ProactiveEvalCallback
-from proactive_rl.train import build_trainer, make_parser
+from proactive_rl.evaluation import ProactiveEvalCallback
+from proactive_rl.sft.main import build_trainer, make_parser
 
 trainer = build_trainer(*make_parser().parse_args_and_config(sys.argv[1:]))
 trainer.train()
@@ -77,8 +77,8 @@ def test_zero3_two_processes_agree_and_match_one_process(tmp_path):
     assert saved["metrics"] == history[1]["metrics"]
 
     # a 1-process evaluation of the saved (ZeRO-3 gathered) checkpoint gives the same numbers and decisions
-    from proactive_rl.callbacks import EvalCallbackConfig, build_evaluators, evaluate_model
-    from proactive_rl.evaluate import load_checkpoint
+    from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model
+    from proactive_rl.evaluation.command import load_checkpoint
 
     model, processor = load_checkpoint(out / "checkpoint-2")
     evaluators = build_evaluators(EvalCallbackConfig.from_dict(block).evaluators)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from proactive_rl.cli import TRAINERS, recipe_trainer
+from proactive_rl.trainers import TRAINERS, recipe_trainer
 
 RECIPES = sorted(Path(__file__).resolve().parents[2].glob("recipes/**/*.yaml"))
 

@@ -7,8 +7,9 @@ import torch
 
 from proactive_eval.episodes import Episode, EpisodeError
 from proactive_rewards import Target
-from proactive_rl.config import SFTScriptArguments, parse_mixture
 from proactive_rl.data import EpisodeCollator, apply_weight, load_mixture, prepare_examples
+from proactive_rl.data.mixture import parse_mixture
+from proactive_rl.sft.config import SFTScriptArguments
 
 
 def fake_encode(episode):
@@ -101,8 +102,8 @@ def test_collator_pads_labels_and_concatenates_frames():
 def test_real_encoder_too_long_episode_is_named():
     """Through proactive_rl.chat: a synthetic episode over max_length with truncation=error names the record."""
     from proactive_rl.models import build_tiny
+    from proactive_rl.sft.main import make_encoder
     from proactive_rl.synthetic import generate_episodes
-    from proactive_rl.train import make_encoder
 
     _, processor = build_tiny("qwen2_5_vl", "xs")
     episodes = generate_episodes("atomic", 2, seed=0, duration=(10, 12))

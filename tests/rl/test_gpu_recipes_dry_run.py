@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from proactive_rl.cli import TRAINERS
+from proactive_rl.trainers import TRAINERS
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_RECIPES = {
@@ -68,7 +68,7 @@ def _build(path: str, tmp_path: Path, checkpoint: Path, **overrides):
     config = yaml.safe_load((ROOT / path).read_text())
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump({**_cpu_sized(config, checkpoint, tmp_path / "out"), **overrides}))
-    module = importlib.import_module(TRAINERS[config.get("trainer", "sft")].split(":")[0])
+    module = importlib.import_module(TRAINERS[config.get("trainer", "sft")])
     script, training, model = module.make_parser().parse_args_and_config(["--config", str(recipe)])
     return config, module.build_trainer(script, training, model)
 

@@ -22,8 +22,8 @@ SCRIPT = r"""
 import dataclasses, json, os, sys
 import torch
 from proactive_rewards.types import Target
-from proactive_rl.grpo import streaming
-from proactive_rl.grpo.windows import build_windows
+from proactive_rl.grpo.streaming import main as streaming
+from proactive_rl.grpo.streaming.windows import build_windows
 from proactive_rl.models import build_tiny
 from proactive_rl.synthetic import generate_episodes
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from proactive_rl.grpo.windows import build_windows
+from proactive_rl.grpo.streaming.windows import build_windows
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from proactive_rl.grpo.streaming import StreamingGRPOConfig, StreamingGRPOTrainer
+    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig, StreamingGRPOTrainer
     from proactive_rl.models import build_tiny
     from proactive_rl.synthetic import generate_episodes
 

@@ -17,9 +17,10 @@ import yaml
 
 from proactive_eval.episodes import Episode
 from proactive_rewards.types import Target
-from proactive_rl.grpo import trl_overrides
-from proactive_rl.grpo.rollout import frames_of, plan_window, rollout_window
-from proactive_rl.grpo.windows import build_windows, composition
+from proactive_rl.data.frames import frames_of
+from proactive_rl.grpo.streaming import trl_overrides
+from proactive_rl.grpo.streaming.rollout import plan_window, rollout_window
+from proactive_rl.grpo.streaming.windows import build_windows, composition
 from proactive_rl.streaming import SamplingParams
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,7 +168,7 @@ def test_trl_overrides_still_exist_in_the_installed_trl():
 
 
 def make_trainer(model, processor, windows, tmp_path, **overrides):
-    from proactive_rl.grpo.streaming import StreamingGRPOConfig, StreamingGRPOTrainer
+    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig, StreamingGRPOTrainer
 
     kwargs = dict(
         output_dir=str(tmp_path),
@@ -252,7 +253,7 @@ def test_one_training_step_runs_and_logs(tiny, windows, tmp_path):
 
 
 def test_config_rejects_vllm_and_ungathered_zero3(tmp_path):
-    from proactive_rl.grpo.streaming import StreamingGRPOConfig
+    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig
 
     with pytest.raises(ValueError, match="use_vllm"):
         StreamingGRPOConfig(output_dir=str(tmp_path), use_vllm=True, use_cpu=True, report_to="none")
@@ -265,7 +266,7 @@ def test_config_rejects_vllm_and_ungathered_zero3(tmp_path):
 
 @pytest.mark.parametrize("recipe", ["recipes/tiny/grpo_streaming.yaml", "recipes/p3i_assistant/grpo_qwen3vl_4b.yaml"])
 def test_recipes_parse_and_document_every_field(recipe):
-    from proactive_rl.grpo.streaming import make_parser
+    from proactive_rl.grpo.streaming.main import make_parser
 
     path = ROOT / recipe
     lines = path.read_text().splitlines()
@@ -297,7 +298,7 @@ def test_recipes_parse_and_document_every_field(recipe):
 def test_expected_windows_mismatch_fails_before_the_model_loads(tmp_path):
     from trl import ModelConfig
 
-    from proactive_rl.grpo.streaming import StreamingGRPOConfig, StreamingGRPOScriptArguments, build_trainer
+    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig, StreamingGRPOScriptArguments, build_trainer
 
     source = {"source": "synthetic", "task": "accident", "num_episodes": 2, "seed": 0, "knobs": {"duration": [10, 12]}}
     script = StreamingGRPOScriptArguments(dataset_mixture=[source], expected_windows={"accident": 300})

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from proactive_rl.grpo.mcqa_data import environment_rows, proactivebench_environments, rows_to_dataset
+from proactive_rl.data.mcqa import environment_rows, proactivebench_environments, rows_to_dataset
 from proactive_rl.synthetic.environments import SequenceEnvironment, make_environments
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +125,7 @@ def test_proactivebench_jsonl_becomes_rows_with_lazy_image_paths(tmp_path):
 
 @pytest.mark.parametrize("r_p", [0.5, 0.75, 1.0])
 def test_reward_on_rows_matches_the_paper_rule(r_p):
-    from proactive_rl.grpo.suggestion import SuggestionScriptArguments, build_rewards
+    from proactive_rl.grpo.suggestion.main import SuggestionScriptArguments, build_rewards
 
     args = SuggestionScriptArguments(environments=[{"source": "synthetic", "kind": "sketch", "num_envs": 1}], r_p=r_p)
     (reward,) = build_rewards(args, num_generations=4)
@@ -139,8 +139,8 @@ def test_reward_on_rows_matches_the_paper_rule(r_p):
 
 
 def test_reward_returning_wrong_length_fails_naming_it_inside_grpo(monkeypatch):
-    from proactive_rl.grpo import suggestion
     from proactive_rl.grpo.reward_guard import GuardedReward, RewardError
+    from proactive_rl.grpo.suggestion import main as suggestion
 
     def broken(completions, **kw):
         return [1.0]
@@ -162,11 +162,11 @@ def torch_cuda():
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.name)
 def test_recipes_parse_and_document_every_field(recipe):
-    from proactive_rl.grpo.suggestion import make_parser
+    from proactive_rl.grpo.suggestion.main import make_parser
 
     lines = recipe.read_text().splitlines()
     assert lines[0].startswith("# ") and ("accelerate launch" in lines[0] or "python -m" in lines[0])
-    assert "proactive_rl.grpo.suggestion" in lines[0] and str(recipe.relative_to(ROOT)) in lines[0]
+    assert "-m proactive_rl.grpo.suggestion " in lines[0] and str(recipe.relative_to(ROOT)) in lines[0]
     for i, line in enumerate(lines):
         if re.match(r"^[a-z_]+:", line):
             assert lines[i - 1].startswith("#"), f"{recipe.name}: field {line!r} has no comment above it"
@@ -185,7 +185,7 @@ def test_recipes_parse_and_document_every_field(recipe):
 
 
 def test_bad_configuration_fails_at_start_up_naming_the_field():
-    from proactive_rl.grpo.suggestion import SuggestionScriptArguments
+    from proactive_rl.grpo.suggestion.main import SuggestionScriptArguments
 
     with pytest.raises(ValueError, match="environments: required"):
         SuggestionScriptArguments()
@@ -202,7 +202,7 @@ def test_bad_configuration_fails_at_start_up_naming_the_field():
 def test_vllm_gate_is_honest(monkeypatch):
     from trl import GRPOConfig
 
-    from proactive_rl.grpo import suggestion
+    from proactive_rl.grpo.suggestion import main as suggestion
 
     args = GRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to=[])
     monkeypatch.setattr(suggestion, "vllm_status", lambda: (False, "no CUDA GPU is visible"))
@@ -223,7 +223,7 @@ def test_real_vllm_status_matches_this_machine():
 
     import torch
 
-    from proactive_rl.grpo.suggestion import vllm_status
+    from proactive_rl.grpo.suggestion.main import vllm_status
 
     expected = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
     assert vllm_status()[0] is expected
@@ -233,7 +233,7 @@ def test_real_vllm_status_matches_this_machine():
 
 
 def _tiny_args(**overrides):
-    from proactive_rl.grpo.suggestion import make_parser
+    from proactive_rl.grpo.suggestion.main import make_parser
 
     argv = [
         "--config",
@@ -257,7 +257,7 @@ def _tiny_args(**overrides):
 def test_tiny_grpo_with_lora_trains_and_evaluates(tmp_path):
     import torch
 
-    from proactive_rl.grpo.suggestion import main
+    from proactive_rl.grpo.suggestion.main import main
 
     script_args, training_args, model_args = _tiny_args(max_steps=2, out=tmp_path, use_peft="true")
     trainer = main(script_args, training_args, model_args)
@@ -275,8 +275,8 @@ def test_tiny_grpo_with_lora_trains_and_evaluates(tmp_path):
 
 @pytest.mark.slow
 def test_skip_mode_logs_an_error_rate_and_trains_on(tmp_path, monkeypatch):
-    from proactive_rl.grpo import suggestion
     from proactive_rl.grpo.reward_guard import GuardedReward
+    from proactive_rl.grpo.suggestion import main as suggestion
 
     def flaky(completions, **kw):
         raise ConnectionError("judge down")
@@ -297,7 +297,7 @@ KNOBS = {"negatives": "easy", "colours": ["red", "green", "blue", "yellow"], "la
 
 
 def test_synthetic_source_passes_its_knobs_and_checks_them_at_start_up():
-    from proactive_rl.grpo.suggestion import EnvironmentSource, SuggestionScriptArguments
+    from proactive_rl.grpo.suggestion.main import EnvironmentSource, SuggestionScriptArguments
 
     src = EnvironmentSource.from_dict({"source": "synthetic", "kind": "corruption", "num_envs": 2, **KNOBS}, "e[0]")
     for env in src.build():
@@ -311,7 +311,7 @@ def test_synthetic_source_passes_its_knobs_and_checks_them_at_start_up():
 
 
 def test_warm_start_rows_use_the_reference_image_and_the_suggestion_rate():
-    from proactive_rl.experiments.suggestion_warmup import warm_start_rows
+    from proactive_rl.grpo.suggestion.warm_start import warm_start_rows
     from proactive_rl.models import build_tiny
 
     _, processor = build_tiny("qwen2_5_vl", "xs")
@@ -328,7 +328,7 @@ def test_warm_start_rows_use_the_reference_image_and_the_suggestion_rate():
 
 
 def test_warm_start_rows_from_all_states_target_the_category_on_every_image():
-    from proactive_rl.experiments.suggestion_warmup import warm_start_rows
+    from proactive_rl.grpo.suggestion.warm_start import warm_start_rows
     from proactive_rl.models import build_tiny
 
     _, processor = build_tiny("qwen2_5_vl", "xs")
@@ -349,7 +349,7 @@ def test_warm_start_rows_from_all_states_target_the_category_on_every_image():
 def test_warm_start_trains_in_place_and_lowers_the_loss():
     import torch
 
-    from proactive_rl.experiments.suggestion_warmup import warm_start
+    from proactive_rl.grpo.suggestion.warm_start import warm_start
     from proactive_rl.models import build_tiny
 
     model, processor = build_tiny("qwen2_5_vl", "xs")
@@ -362,7 +362,7 @@ def test_warm_start_trains_in_place_and_lowers_the_loss():
 
 
 def test_bad_warm_start_states_fail_naming_the_field():
-    from proactive_rl.grpo.suggestion import SuggestionScriptArguments
+    from proactive_rl.grpo.suggestion.main import SuggestionScriptArguments
 
     env = {"source": "synthetic", "kind": "corruption", "num_envs": 1}
     with pytest.raises(ValueError, match="warm_start_states: expected one of reference, all, got 'some'"):

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # tests/e
 from fake_openai import FakeOpenAI  # noqa: E402
 
 from proactive_eval.judges import OEG_SYSTEM_PROMPT  # noqa: E402
-from proactive_rl.callbacks import EvalCallbackConfig, build_evaluators, evaluate_model  # noqa: E402
+from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model  # noqa: E402
 
 JUDGE_SAYS = {
     "What is drawn (1)?": "<think>1, 1</think>The output suggests adding details.\n1, 0",
@@ -96,7 +96,7 @@ def tiny():
 
 
 def test_scores_equal_the_hand_computation(tiny, tmp_path, monkeypatch):
-    import proactive_rl.callbacks.policy as policy
+    import proactive_rl.evaluation.policy as policy
 
     seen = []  # the images the model was shown
     real = policy.image_answer_fn

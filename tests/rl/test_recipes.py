@@ -49,14 +49,14 @@ def test_training_recipes_parse_with_their_trainer(path, tmp_path):
     """Each training recipe goes through the TrlParser of the trainer `proactive-rl train` dispatches it to."""
     import importlib
 
-    from proactive_rl.cli import TRAINERS, recipe_trainer
+    from proactive_rl.trainers import TRAINERS, recipe_trainer
 
     config = yaml.safe_load(path.read_text())
     assert isinstance(config, dict), path
     if "trainer" not in config and not _is_sft(path, config):
         pytest.skip(f"{path.name}: an evaluation recipe (tests/test_eval_recipes.py)")
     trainer = recipe_trainer(["--config", str(path)])
-    module = importlib.import_module(TRAINERS[trainer].split(":")[0])
+    module = importlib.import_module(TRAINERS[trainer])
     # bf16 needs a GPU; validate the rest of the recipe on CPU
     args = ["--config", str(path), "--output_dir", str(tmp_path)]
     if config.get("bf16"):

@@ -33,7 +33,7 @@ def run(cmd, out_dir, env_extra=None):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     out = tmp_path_factory.mktemp("single")
-    losses, _ = run([sys.executable, "-m", "proactive_rl.train", *STEPS, "--per_device_train_batch_size", "4"], out)
+    losses, _ = run([sys.executable, "-m", "proactive_rl.sft", *STEPS, "--per_device_train_batch_size", "4"], out)
     assert len(losses) == 3
     return losses
 
@@ -51,7 +51,7 @@ LAUNCHES = {
 def test_two_processes_match_one(name, reference, tmp_path):
     config, extra, env = LAUNCHES[name]
     cmd = [str(BIN / "accelerate"), "launch", "--num_processes", "2", "--config_file", *config]
-    cmd += ["-m", "proactive_rl.train", *STEPS, "--per_device_train_batch_size", "2", *extra]
+    cmd += ["-m", "proactive_rl.sft", *STEPS, "--per_device_train_batch_size", "2", *extra]
     losses, log = run(cmd, tmp_path, env)
     assert losses == pytest.approx(reference, abs=TOL), (losses, reference)
     if name.startswith("zero"):

@@ -7,10 +7,11 @@ import torch
 from sft_fixtures import tiny, toy_examples
 from transformers import Trainer, TrainerCallback
 
-from proactive_rl.config import ProactiveSFTConfig
 from proactive_rl.data import EpisodeCollator, PreparedData, as_hf_dataset
+from proactive_rl.sft.config import ProactiveSFTConfig
+from proactive_rl.sft.main import state_token_ids
 from proactive_rl.sft.trainer import ProactiveSFTTrainer
-from proactive_rl.train import freeze_vision_tower, state_token_ids
+from proactive_rl.training import freeze_vision_tower
 
 
 class GradCatcher(TrainerCallback):
@@ -168,7 +169,7 @@ def test_flash_attention_missing_is_a_clear_error():
     from transformers.utils import is_flash_attn_2_available
     from trl import ModelConfig
 
-    from proactive_rl.train import load_for_training
+    from proactive_rl.training import load_for_training
 
     if is_flash_attn_2_available():
         pytest.skip("flash-attn is installed here")

@@ -54,7 +54,7 @@ def test_tokenizer_is_laid_out_like_mistral(tiny):
     assert tok.convert_ids_to_tokens([0, 1, 2, 3, 258]) == ["<unk>", "<s>", "</s>", "<0x00>", "<0xFF>"]
     assert tok("x")["input_ids"][0] == tok.bos_token_id == 1 and tok.eos_token == "</s>" and tok.pad_token == "<pad>"
     # The legacy normaliser prepends "▁": the option letter a model writes after " [/INST]" is one piece.
-    from proactive_rl.grpo.suggestion import letter_token_ids
+    from proactive_rl.data.mcqa import letter_token_ids
 
     ids = letter_token_ids(tok, 9)
     assert tok.convert_ids_to_tokens(ids) == [f"▁{chr(65 + k)}" for k in range(9)]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from proactive_rl.callbacks.watch import CheckpointWatcher, list_checkpoints
+from proactive_rl.evaluation.watch import CheckpointWatcher, list_checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,7 +108,7 @@ def test_watcher_started_before_training_evaluates_each_checkpoint_once(tmp_path
     from test_callbacks import MCQA, prs_eval, tiny_recipe
 
     from proactive_rl.cli import main
-    from proactive_rl.train import train_main
+    from proactive_rl.sft.main import train_main
 
     recipe = tiny_recipe(tmp_path, {"evaluators": [prs_eval(), MCQA]})
     run = tmp_path / "out"

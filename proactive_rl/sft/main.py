@@ -12,60 +12,20 @@ a hub id / local directory (`proactive_rl.models.load_model`) or ``tiny:<arch>:<
 from __future__ import annotations
 
 import logging
-import sys
 
 from trl import ModelConfig, TrlParser, get_peft_config
 
-from proactive_rl.config import ProactiveSFTConfig, SFTScriptArguments
 from proactive_rl.data import EpisodeCollator, as_hf_dataset, load_mixture, prepare_examples
+from proactive_rl.sft.config import ProactiveSFTConfig, SFTScriptArguments
+from proactive_rl.training import finish, freeze_vision_tower, load_for_training
 
 logger = logging.getLogger(__name__)
 
 
-def load_for_training(model_args: ModelConfig, seed: int = 0):
-    """The model and processor named by ``model_name_or_path`` (``tiny:<arch>:<size>`` builds one locally)."""
-    from proactive_rl.models import build_tiny, check_attn_implementation, load_model
-
-    name = model_args.model_name_or_path
-    if not name:
-        raise ValueError("model_name_or_path: required (a hub id, a local directory, or tiny:<arch>:<size>)")
-    if name.startswith("tiny:"):
-        parts = name.split(":")
-        arch = parts[1] if len(parts) > 1 else "qwen2_5_vl"
-        size = parts[2] if len(parts) > 2 else "xs"
-        from proactive_rl.sft.trainer import build_unpartitioned
-
-        model, processor = build_unpartitioned(build_tiny, arch, size, seed)
-        attn = check_attn_implementation(model_args.attn_implementation)
-        model.set_attn_implementation(attn) if attn != "sdpa" else None
-        return model.train(), processor
-    return load_model(name, dtype=model_args.dtype, attn_implementation=model_args.attn_implementation)
-
-
-def freeze_vision_tower(model) -> int:
-    """Freeze the vision encoder but not its merger(s) (P³I Appendix C); returns the number of frozen tensors."""
-    visual = getattr(getattr(model, "model", model), "visual", None)
-    if visual is None:
-        raise ValueError(f"freeze_vision_tower: {type(model).__name__} has no `model.visual` vision tower")
-    frozen = 0
-    for name, param in visual.named_parameters():
-        if "merger" not in name:
-            param.requires_grad_(False)
-            frozen += 1
-    return frozen
-
-
 def make_encoder(processor, script_args: SFTScriptArguments, max_length: int | None):
     """``encode(episode) -> dict``: frames of the episode (rendered or decoded) through `proactive_rl.chat`."""
-    from proactive_eval.video import iter_frames
     from proactive_rl.chat import build_messages, encode_dialogue
-
-    def frames_of(episode):
-        if episode.video is None:
-            from proactive_rl.synthetic import render_frames
-
-            return render_frames(episode)
-        return list(iter_frames(episode))
+    from proactive_rl.data.frames import frames_of
 
     def encode(episode):
         messages = build_messages(episode, frames_of(episode), max_frames=script_args.max_frames)
@@ -127,7 +87,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTCo
     )
     trainer.prepared_data = train
     if script_args.eval_callback is not None:  # evaluate the live model on save / every N steps
-        from proactive_rl.callbacks import ProactiveEvalCallback
+        from proactive_rl.evaluation import ProactiveEvalCallback
 
         ProactiveEvalCallback(script_args.eval_callback).attach(trainer)
     if trainer.is_deepspeed_enabled:
@@ -145,11 +105,7 @@ def main(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, mod
     """Train, then save the model and processor to ``output_dir`` (open-r1 style entry point)."""
     trainer = build_trainer(script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    trainer.save_model(training_args.output_dir)
-    trainer.save_state()  # trainer_state.json: the per-step log history (loss, state accuracy, recall, ...)
-    if trainer.accelerator.is_main_process:
-        trainer.processing_class.save_pretrained(training_args.output_dir)
-    return trainer
+    return finish(trainer, training_args.output_dir)
 
 
 def make_parser() -> TrlParser:
@@ -162,7 +118,3 @@ def train_main(argv: list[str] | None = None) -> int:
     script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
     main(script_args, training_args, model_args)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(train_main())

@@ -65,7 +65,7 @@ class EvaluatorConfig:
             judge, docs/spec.md §6).
         name (`str`, *optional*): the metric prefix and folder name; defaults to the type.
         episodes (`list`, *optional*): ``prs`` / ``pauc``: held-out episode sources, the form of
-            ``dataset_mixture`` (`proactive_rl.config.DatasetSource`: episode files or synthetic tasks).
+            ``dataset_mixture`` (`proactive_rl.data.mixture.DatasetSource`: episode files or synthetic tasks).
         environments (`list`, *optional*): ``mcqa``: ``{kind, n, seed, size}`` synthetic environments
             (`proactive_rl.synthetic.make_environments`) or ``{path, dataset, data_dir}`` ProactiveBench JSONL;
             ``oeg``: ``{path, dataset, data_dir}`` only.
@@ -100,7 +100,7 @@ class EvaluatorConfig:
         if cfg.type in ("prs", "pauc"):
             if cfg.episodes is None:
                 raise ValueError(f"{where}: a {cfg.type} evaluator needs 'episodes' (a list of episode sources)")
-            from proactive_rl.config import parse_mixture
+            from proactive_rl.data.mixture import parse_mixture
 
             cfg.episodes = parse_mixture(cfg.episodes, f"{where}.episodes")
         if cfg.type in ("mcqa", "oeg"):

@@ -7,9 +7,9 @@
 - `evaluate_model`: one evaluation of a model on every rank (the callback and `proactive-rl eval` share it).
 """
 
-from proactive_rl.callbacks.callback import ProactiveEvalCallback
-from proactive_rl.callbacks.config import EvalCallbackConfig, EvaluatorConfig, load_eval_config
-from proactive_rl.callbacks.evaluators import (
+from proactive_rl.evaluation.callback import ProactiveEvalCallback
+from proactive_rl.evaluation.config import EvalCallbackConfig, EvaluatorConfig, load_eval_config
+from proactive_rl.evaluation.evaluators import (
     EVALUATORS,
     Evaluator,
     MCQAEvaluator,
@@ -18,7 +18,7 @@ from proactive_rl.callbacks.evaluators import (
     PRSEvaluator,
     build_evaluators,
 )
-from proactive_rl.callbacks.run import EvaluationFailed, evaluate_model
+from proactive_rl.evaluation.run import EvaluationFailed, evaluate_model
 
 __all__ = [
     "EVALUATORS",

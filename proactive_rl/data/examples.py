@@ -21,18 +21,15 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from proactive_eval.episodes import Episode, EpisodeError, load_episodes
-from proactive_rl.config import DatasetSource
+from proactive_eval.episodes import Episode, EpisodeError
+from proactive_rl.chat.messages import IGNORE_INDEX
 
 logger = logging.getLogger(__name__)
 
-IGNORE_INDEX = -100
 # Per-sample tensors whose first dimension is a token/patch count and which concatenate across a batch.
 _CONCAT_KEYS = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
 
@@ -54,47 +51,6 @@ class PreparedData:
     def skip_summary(self) -> str:
         reasons = Counter(e.field or "record" for e in self.skipped)
         return ", ".join(f"{n} × {why}" for why, n in reasons.most_common()) or "none"
-
-
-def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple[list[Episode], list[EpisodeError]]:
-    """Read every source of a mixture and apply its weight.
-
-    Args:
-        sources (`list[DatasetSource]`): from `SFTScriptArguments.dataset_mixture`.
-        on_error (`str`, *optional*, defaults to `"raise"`): passed to `load_episodes` for files.
-
-    Returns:
-        `(episodes, skipped)`: episodes in mixture order (each source's episodes in file order, then weighted), and
-        the records a file loader skipped. ``episode.meta["source"]`` names the source.
-    """
-    episodes, skipped = [], []
-    for src in sources:
-        if src.source == "synthetic":
-            from proactive_rl.synthetic import generate_episodes
-
-            eps = list(generate_episodes(src.task, src.num_episodes, src.seed, **src.knobs))
-        else:
-            path = Path(src.source)
-            if not path.exists():
-                raise FileNotFoundError(f"dataset_mixture: episode file {src.source!r} does not exist")
-            loaded = load_episodes(path, on_error=on_error)
-            skipped.extend(loaded.skipped)
-            eps = list(loaded)
-        for ep in eps:
-            ep.meta = {**ep.meta, "source": src.name}
-        episodes.extend(apply_weight(eps, src.weight, src.seed))
-    return episodes, skipped
-
-
-def apply_weight(episodes: list[Episode], weight: float, seed: int = 0) -> list[Episode]:
-    """``floor(weight)`` full copies plus a deterministic random subset for the fractional part."""
-    whole, frac = int(math.floor(weight)), weight - math.floor(weight)
-    out = list(episodes) * whole
-    if frac > 0 and episodes:
-        k = int(round(frac * len(episodes)))
-        picks = np.random.default_rng(seed).permutation(len(episodes))[:k]
-        out += [episodes[i] for i in sorted(picks)]
-    return out
 
 
 def check_record(episode: Episode) -> None:

@@ -61,7 +61,7 @@ def observation_image(observation):
 def mcqa_answer_fn(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> Callable:
     """``observation -> answer text`` for `proactive_eval.environments.run_environment`: the image and the authors'
     multiple-choice text through `image_answer_fn`."""
-    from proactive_rl.grpo.mcqa_data import mcqa_text
+    from proactive_rl.data.mcqa import mcqa_text
 
     answer = image_answer_fn(model, processor, max_new_tokens)
     return lambda observation: answer(observation_image(observation), mcqa_text(observation))

@@ -7,7 +7,7 @@ Runs `recipes/tiny/grpo_streaming.yaml`, and reports
   episodes streamed from the first frame), the task reward of greedy rollouts of the held-out windows, and the
   number of non-silent responses per episode::
 
-    python -m proactive_rl.experiments.streaming_grpo --model_name_or_path outputs/tiny-sft --record
+    python -m experiments.streaming_grpo --model_name_or_path outputs/tiny-sft --record
 
 Any other ``--field value`` overrides the recipe (e.g. ``--max_steps 8``). ``--record`` appends the table's summary
 to ``benchmarks/RESULTS.md``.
@@ -29,8 +29,9 @@ RECIPE = ROOT / "recipes/tiny/grpo_streaming.yaml"
 def evaluate(model, processor, episodes, windows, max_turn_tokens: int = 8, alpha: float = 0.05, lam: float = 0.2):
     """Greedy streaming evaluation: ``{"prs_b", "reward", "responses"}`` (PRS-B × 100 over whole episodes)."""
     from proactive_rewards import get_reward, prs_score
-    from proactive_rl.grpo.rollout import frames_of, rollout_window
-    from proactive_rl.grpo.windows import TASK_REWARDS, episode_window
+    from proactive_rl.data.frames import frames_of
+    from proactive_rl.grpo.streaming.rollout import rollout_window
+    from proactive_rl.grpo.streaming.windows import TASK_REWARDS, episode_window
     from proactive_rl.streaming import SamplingParams
 
     greedy = SamplingParams(max_new_tokens=max_turn_tokens, do_sample=False)
@@ -55,8 +56,8 @@ def evaluate(model, processor, episodes, windows, max_turn_tokens: int = 8, alph
 
 def run(argv: list[str], eval_episodes: int = 16, eval_seed: int = 1000) -> dict:
     """Train with the recipe (plus `argv` overrides) and evaluate before and after."""
-    from proactive_rl.grpo.streaming import build_trainer, make_parser
-    from proactive_rl.grpo.windows import build_windows
+    from proactive_rl.grpo.streaming.main import build_trainer, make_parser
+    from proactive_rl.grpo.streaming.windows import build_windows
     from proactive_rl.synthetic import generate_episodes
 
     with tempfile.TemporaryDirectory() as out:

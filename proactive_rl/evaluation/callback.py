@@ -24,10 +24,10 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from proactive_rl.callbacks.backends import log_results
-from proactive_rl.callbacks.config import EvalCallbackConfig
-from proactive_rl.callbacks.evaluators import build_evaluators
-from proactive_rl.callbacks.run import evaluate_model
+from proactive_rl.evaluation.backends import log_results
+from proactive_rl.evaluation.config import EvalCallbackConfig
+from proactive_rl.evaluation.evaluators import build_evaluators
+from proactive_rl.evaluation.run import evaluate_model
 
 logger = logging.getLogger(__name__)
 

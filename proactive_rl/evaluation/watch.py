@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.callbacks.evaluators import Evaluator
-from proactive_rl.callbacks.run import RESULTS_NAME, evaluate_model
+from proactive_rl.evaluation.evaluators import Evaluator
+from proactive_rl.evaluation.run import RESULTS_NAME, evaluate_model
 
 logger = logging.getLogger(__name__)
 

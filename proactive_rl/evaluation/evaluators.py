@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.callbacks.config import EvaluatorConfig
+from proactive_rl.evaluation.config import EvaluatorConfig
 
 logger = logging.getLogger(__name__)
 
@@ -37,17 +37,6 @@ class Scored:
     summary: dict[str, Any]
     samples: list[list[Any]] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
-
-
-def frames_of(episode):
-    """Frames of an episode: rendered for in-memory synthetic episodes, decoded from its video otherwise."""
-    if episode.video is None:
-        from proactive_rl.synthetic import render_frames
-
-        return render_frames(episode)
-    from proactive_eval.video import iter_frames
-
-    return list(iter_frames(episode))
 
 
 def make_judge(config: dict[str, Any], **defaults):
@@ -105,7 +94,8 @@ class _StreamingEvaluator(Evaluator):
 
     def generate(self, model, processor, items: list) -> list[dict]:
         from proactive_eval.streaming import run_episode
-        from proactive_rl.callbacks.policy import model_policy
+        from proactive_rl.data.frames import frames_of
+        from proactive_rl.evaluation.policy import model_policy
 
         policy = model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
         records = []
@@ -224,14 +214,14 @@ class MCQAEvaluator(Evaluator):
                     spec["kind"], int(spec.get("n", 8)), int(spec.get("seed", 0)), int(spec.get("size", 64))
                 )
             else:
-                from proactive_rl.grpo.mcqa_data import proactivebench_environments
+                from proactive_rl.data.mcqa import proactivebench_environments
 
                 envs += proactivebench_environments(spec["path"], spec.get("dataset"), spec.get("data_dir"))
         return envs
 
     def generate(self, model, processor, items: list) -> list[dict]:
         from proactive_eval.environments import run_environment
-        from proactive_rl.callbacks.policy import mcqa_answer_fn
+        from proactive_rl.evaluation.policy import mcqa_answer_fn
 
         answer = mcqa_answer_fn(model, processor, self.config.max_new_tokens)
         records = []
@@ -283,14 +273,14 @@ class OEGEvaluator(Evaluator):
     SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answer", "valid_answers", "judge", "aggregate"]
 
     def _load(self) -> list:
-        from proactive_rl.grpo.mcqa_data import proactivebench_environments
+        from proactive_rl.data.mcqa import proactivebench_environments
 
         specs = self.config.environments
         return [e for s in specs for e in proactivebench_environments(s["path"], s.get("dataset"), s.get("data_dir"))]
 
     def generate(self, model, processor, items: list) -> list[dict]:
         from proactive_eval.oeg import oeg_question, oeg_valid_answers
-        from proactive_rl.callbacks.policy import image_answer_fn, observation_image
+        from proactive_rl.evaluation.policy import image_answer_fn, observation_image
 
         answer = image_answer_fn(model, processor, self.config.max_new_tokens)
         records = []

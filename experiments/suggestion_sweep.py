@@ -4,7 +4,7 @@ The paper's finding: "proactive suggestions rate increases as r_p grows" (Qwen2.
 for r_p = 0.5 / 0.75 / 1.0). This warms the tiny model up once (`suggestion_warmup`, supervised), trains it with GRPO from that same checkpoint once per ``r_p`` with `recipes/tiny/grpo_suggestion.yaml`,
 plays the held-out synthetic environments greedily before (once) and after, and prints a markdown table::
 
-    python -m proactive_rl.experiments.suggestion_sweep --record
+    python -m experiments.suggestion_sweep --record
 
 Why this setting. GRPO trades a suggestion (reward ``r_p``) against a category guess (expected reward = the
 model's best-guess accuracy ``p`` on that state), so ps grows with ``r_p`` only if states exist whose ``p`` lies
@@ -39,8 +39,8 @@ RECIPE = ROOT / "recipes/tiny/grpo_suggestion.yaml"
 def warm_start_once(recipe: Path, overrides: list[str], out: str) -> list[str]:
     """Run the recipe's warm start once into `out` and return the overrides that make every r_p run start from it
     (the runs then differ only in r_p, as in the paper's sweep from one base model)."""
-    from proactive_rl.experiments.suggestion_warmup import main as warmup_main
-    from proactive_rl.grpo.suggestion import make_parser
+    from experiments.suggestion_warmup import main as warmup_main
+    from proactive_rl.grpo.suggestion.main import make_parser
 
     script_args, _, _ = make_parser().parse_args_and_config(["--config", str(recipe), "--output_dir", out, *overrides])
     if script_args.warm_start_steps <= 0:
@@ -53,7 +53,7 @@ def run_sweep(r_ps, recipe: Path = RECIPE, overrides: list[str] | None = None) -
     """``[{"r_p", "acc_before", "ps_before", "acc", "ps", "reward_first", "reward_last", "n"}]``, one per r_p.
 
     The held-out "before" numbers are measured once (the same starting model for every r_p)."""
-    from proactive_rl.grpo.suggestion import main, make_parser
+    from proactive_rl.grpo.suggestion.main import main, make_parser
 
     results, before = [], None
     with tempfile.TemporaryDirectory() as warm:
@@ -116,9 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
         summary = "; ".join(f"r_p={r['r_p']}: acc {r['acc']:.1f}, ps {r['ps']:.2f}" for r in results)
         base = f"before GRPO acc {results[0]['acc_before']:.1f}, ps {results[0]['ps_before']:.2f}"
-        command = "python -m proactive_rl.experiments.suggestion_sweep " + " ".join(
-            map(shlex.quote, argv or sys.argv[1:])
-        )
+        command = "python -m experiments.suggestion_sweep " + " ".join(map(shlex.quote, argv or sys.argv[1:]))
         record("suggestion GRPO r_p sweep (tiny, CPU)", f"{base}; {summary}; ps grows with r_p: {grows}", command)
     return 0
 

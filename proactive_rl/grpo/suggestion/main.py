@@ -20,14 +20,13 @@ whatever `AutoProcessor` returns, and TRL batches them.
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from trl import GRPOConfig, ModelConfig, TrlParser, get_peft_config
+
+from proactive_rl.training import finish, load_for_training
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +112,7 @@ class EnvironmentSource:
             from proactive_rl.synthetic.environments import make_environments
 
             return make_environments(self.kind, self.num_envs, seed=self.seed, **self.knobs())
-        from proactive_rl.grpo.mcqa_data import proactivebench_environments
+        from proactive_rl.data.mcqa import proactivebench_environments
 
         return proactivebench_environments(self.source, self.dataset, self.data_dir, hint=hint)
 
@@ -153,7 +152,7 @@ class SuggestionScriptArguments:
             ``rewards/<name>/error_rate`` logged (`proactive_rl.grpo.reward_guard`).
         max_reward_error_rate (`float`, *optional*, defaults to `0.1`): with ``"skip"``, the error rate that stops the run.
         warm_start_steps (`int`, *optional*, defaults to `0`): before GRPO, train this many supervised steps on the
-            training environments' reference images (`proactive_rl.experiments.suggestion_warmup`): a randomly
+            training environments' reference images (`proactive_rl.grpo.suggestion.warm_start`): a randomly
             initialised tiny model then recognises the categories, as the paper's instruction-tuned models do.
         warm_start_lr (`float`, *optional*, defaults to `3e-3`): its learning rate.
         warm_start_suggest_rate (`float`, *optional*, defaults to `0.1`): fraction of warm-start rows whose target is
@@ -190,7 +189,7 @@ class SuggestionScriptArguments:
             self.eval_environments = parse_sources(self.eval_environments, "eval_environments")
         if self.generation_backend not in BACKENDS:
             raise ValueError(f"generation_backend: expected one of {BACKENDS}, got {self.generation_backend!r}")
-        from proactive_rl.experiments.suggestion_warmup import STATES
+        from proactive_rl.grpo.suggestion.warm_start import STATES
 
         if self.warm_start_states not in STATES:
             raise ValueError(f"warm_start_states: expected one of {', '.join(STATES)}, got {self.warm_start_states!r}")
@@ -239,49 +238,13 @@ def resolve_generation_backend(backend: str, training_args: GRPOConfig) -> str:
 
 
 def load_policy(model_args: ModelConfig, seed: int = 0):
-    """Model and processor: ``tiny:<arch>:<size>`` builds one locally (``arch`` one of
-    `proactive_rl.models.ARCHS`, ``llava_next`` included), anything else loads through `AutoModelForImageTextToText`
-    (Qwen2.5-VL, LLaVA-NeXT, ...; no state tokens: single-turn MCQA does not use them)."""
-    from proactive_rl.models import build_tiny, load_model
-
-    name = model_args.model_name_or_path
-    if not name:
-        raise ValueError("model_name_or_path: required (a hub id, a local directory, or tiny:<arch>:<size>)")
-    if name.startswith("tiny:"):
-        parts = name.split(":")
-        arch, size = (parts[1:2] or ["qwen2_5_vl"])[0], (parts[2:3] or ["xs"])[0]
-        model, processor = build_tiny(arch, size, seed=seed)
-        return model.train(), processor
-    return load_model(
-        name, dtype=model_args.dtype, attn_implementation=model_args.attn_implementation, state_tokens=False
-    )
-
-
-def letter_token_ids(tokenizer, n: int) -> list[int]:
-    """Token ids of the option letters ``A``.. (one token each, or an error naming the letter).
-
-    The letter as the model writes it first in its answer: ``A`` for Qwen's byte-level BPE, ``▁A`` for the
-    Mistral tokenizer of LLaVA-NeXT (its normaliser prepends the ``▁`` a reply after `` [/INST]`` starts with).
-    """
-    ids = []
-    for k in range(n):
-        letter = chr(65 + k)
-        pieces = tokenizer.encode(letter, add_special_tokens=False)
-        if len(pieces) != 1:
-            raise ValueError(f"answer_letters_only: option letter {letter!r} is not a single token ({pieces})")
-        ids.append(pieces[0])
-    return ids
-
-
-def suppressed_tokens(model, tokenizer, n_options: int) -> list[int]:
-    """Every token id except the first `n_options` option letters (``generate(suppress_tokens=...)``)."""
-    allowed = set(letter_token_ids(tokenizer, n_options))
-    vocab = max(model.get_output_embeddings().weight.shape[0], len(tokenizer))
-    return [i for i in range(vocab) if i not in allowed]
+    """Model and processor (`load_model_spec`; ``llava_next`` tiny included), without the state tokens:
+    single-turn MCQA does not use them."""
+    return load_for_training(model_args, seed=seed, state_tokens=False)
 
 
 def build_rows(sources: list[EnvironmentSource], hint: bool) -> list[dict]:
-    from proactive_rl.grpo.mcqa_data import environment_rows
+    from proactive_rl.data.mcqa import environment_rows
 
     rows = []
     for src in sources:
@@ -309,7 +272,7 @@ def evaluate(model, processor, sources: list[EnvironmentSource], hint: bool = Fa
     from PIL import Image
 
     from proactive_eval.environments import proactivebench_summary, run_environment
-    from proactive_rl.grpo.mcqa_data import mcqa_messages
+    from proactive_rl.data.mcqa import mcqa_messages
 
     was_training = model.training
     model.eval()
@@ -350,12 +313,12 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
     """Model, rows (validated before the first step), guarded reward and `trl.GRPOTrainer`, ready to `train()`."""
     from trl import GRPOTrainer
 
-    from proactive_rl.grpo.mcqa_data import rows_to_dataset
+    from proactive_rl.data.mcqa import rows_to_dataset, suppressed_tokens
 
     resolve_generation_backend(script_args.generation_backend, training_args)
     model, processor = load_policy(model_args, seed=training_args.seed)
     if script_args.warm_start_steps > 0:
-        from proactive_rl.experiments.suggestion_warmup import warm_start
+        from proactive_rl.grpo.suggestion.warm_start import warm_start
 
         envs = [env for src in script_args.environments if src.source == "synthetic" for env in src.build()]
         if not envs:
@@ -421,18 +384,19 @@ def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, mode
     before = _evaluate_trainer(trainer, script_args, max_new) if script_args.eval_before else None
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     after = _evaluate_trainer(trainer, script_args, max_new)
-    trainer.save_model(training_args.output_dir)
-    trainer.save_state()
-    if trainer.accelerator.is_main_process:
-        trainer.processing_class.save_pretrained(training_args.output_dir)
-        if after is not None:
-            report = {
-                "r_p": script_args.r_p,
-                "before": {k: before[k] for k in ("acc", "ps", "n")} if before else None,
-                "after": {k: after[k] for k in ("acc", "ps", "n")},
-            }
-            Path(training_args.output_dir, "mcqa_eval.json").write_text(json.dumps(report, indent=2) + "\n")
-            logger.info("held-out MCQA: before %s, after %s", report["before"], report["after"])
+    reports = {}
+    if after is not None:
+        reports["mcqa_eval.json"] = {
+            "r_p": script_args.r_p,
+            "before": {k: before[k] for k in ("acc", "ps", "n")} if before else None,
+            "after": {k: after[k] for k in ("acc", "ps", "n")},
+        }
+        logger.info(
+            "held-out MCQA: before %s, after %s",
+            reports["mcqa_eval.json"]["before"],
+            reports["mcqa_eval.json"]["after"],
+        )
+    finish(trainer, training_args.output_dir, reports)
     trainer.mcqa_eval = (before, after)
     return trainer
 
@@ -441,13 +405,9 @@ def make_parser() -> TrlParser:
     return TrlParser((SuggestionScriptArguments, GRPOConfig, ModelConfig))
 
 
-def suggestion_main(argv: list[str] | None = None) -> int:
+def train_main(argv: list[str] | None = None) -> int:
     """``python -m proactive_rl.grpo.suggestion --config RECIPE.yaml [--field value ...]``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
     main(script_args, training_args, model_args)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(suggestion_main())

@@ -28,10 +28,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from proactive_eval.episodes import Episode
 from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT, ground_truth_texts, user_content
-from proactive_rl.grpo.windows import RolloutWindow
+from proactive_rl.data.frames import frames_of
+from proactive_rl.grpo.streaming.windows import RolloutWindow
 from proactive_rl.streaming import SamplingParams, StreamingSession
 
 _EPS = 1e-6
@@ -93,17 +93,6 @@ class WindowPlan:
 
     prefix: list[_Step] = field(default_factory=list)
     steps: list[_Step] = field(default_factory=list)
-
-
-def frames_of(episode: Episode) -> list[tuple[float, np.ndarray]]:
-    """The decision frames of an episode: drawn for synthetic episodes, decoded for video files."""
-    if episode.video is None:
-        from proactive_rl.synthetic import render_frames
-
-        return render_frames(episode)
-    from proactive_eval.video import iter_frames
-
-    return list(iter_frames(episode))
 
 
 def plan_window(window: RolloutWindow, frames: list[tuple[float, np.ndarray]] | None = None) -> WindowPlan:

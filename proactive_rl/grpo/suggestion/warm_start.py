@@ -18,7 +18,7 @@ The loss is cross-entropy over the option letters at the first answer position, 
 ``answer_letters_only`` samples from. Run alone (the model and processor are saved for
 ``model_name_or_path``)::
 
-    python -m proactive_rl.experiments.suggestion_warmup --config recipes/tiny/grpo_suggestion.yaml \\
+    python -m proactive_rl.grpo.suggestion.warm_start --config recipes/tiny/grpo_suggestion.yaml \\
         --output_dir outputs/tiny-suggestion-warmup
 
 or let `proactive_rl.grpo.suggestion` run it first (``warm_start_steps`` in the recipe).
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import random
-import sys
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -56,7 +55,7 @@ def warm_start_rows(
     from PIL import Image
 
     from proactive_eval.environments import MCQAObservation
-    from proactive_rl.grpo.mcqa_data import environment_rows, mcqa_messages
+    from proactive_rl.data.mcqa import environment_rows, mcqa_messages
 
     if not 0.0 <= suggest_rate < 1.0:
         raise ValueError(f"suggest_rate: expected a fraction in [0, 1), got {suggest_rate!r}")
@@ -133,7 +132,7 @@ def warm_start(
     """
     import torch
 
-    from proactive_rl.grpo.suggestion import letter_token_ids
+    from proactive_rl.data.mcqa import letter_token_ids
 
     if steps < 1:
         raise ValueError(f"steps: expected >= 1, got {steps}")
@@ -162,31 +161,3 @@ def warm_start(
             logger.info("warm start step %d/%d: loss %.4f", step + 1, steps, losses[-1])
     model.train(was_training)
     return losses
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Warm-start the recipe's model on its training environments and save it to ``--output_dir``."""
-    from proactive_rl.grpo.suggestion import load_policy, make_parser
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
-    model, processor = load_policy(model_args, seed=training_args.seed)
-    envs = [env for src in script_args.environments for env in src.build(script_args.hint)]
-    warm_start(
-        model,
-        processor,
-        envs,
-        steps=script_args.warm_start_steps or 100,
-        learning_rate=script_args.warm_start_lr,
-        suggest_rate=script_args.warm_start_suggest_rate,
-        seed=training_args.seed,
-        states=script_args.warm_start_states,
-    )
-    model.save_pretrained(training_args.output_dir)
-    processor.save_pretrained(training_args.output_dir)
-    logger.info("warm-started model saved to %s", training_args.output_dir)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

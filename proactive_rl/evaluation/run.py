@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.callbacks.evaluators import Evaluator
-from proactive_rl.callbacks.policy import generation_model
+from proactive_rl.evaluation.evaluators import Evaluator
+from proactive_rl.evaluation.policy import generation_model
 
 logger = logging.getLogger(__name__)
 

@@ -1,12 +1,12 @@
 """Multi-turn streaming GRPO (docs/spec.md §8, P³I Appendix C) on top of ``trl.GRPOTrainer``.
 
 A training row is a `RolloutWindow`. For each group, the policy is rolled through the window by the KV-cache
-engine (`proactive_rl.grpo.rollout`): the ground-truth prefix is prefilled once, then at every frame step the G
+engine (`proactive_rl.grpo.streaming.rollout`): the ground-truth prefix is prefilled once, then at every frame step the G
 rollouts see the same new frame and each samples its own turn. The trajectory reward comes from the task's
 `proactive_rewards` reward (docs/spec.md §7), by the row's ``task`` column. TRL then does GRPO as configured: group
 advantages, clipping, KL, ``loss_type``, logging -- with ``completion_mask × env_mask`` as the loss mask, so only
 the policy's own in-window tokens are optimised, and with every frame of the trajectory in the forward pass that
-scores it. The three TRL internals this needs are overridden in `proactive_rl.grpo.trl_overrides`.
+scores it. The three TRL internals this needs are overridden in `proactive_rl.grpo.streaming.trl_overrides`.
 
 Launch (the recipe's first line has the exact command)::
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,11 +25,13 @@ import torch
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
-from proactive_rl.config import ON_ERROR, check_data_arguments
-from proactive_rl.grpo.rollout import frames_of, rollout_window
-from proactive_rl.grpo.trl_overrides import StreamingOverridesMixin
-from proactive_rl.grpo.windows import TASK_REWARDS, RolloutWindow, build_windows, composition
+from proactive_rl.data.frames import frames_of
+from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
+from proactive_rl.grpo.streaming.rollout import rollout_window
+from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
+from proactive_rl.grpo.streaming.windows import TASK_REWARDS, RolloutWindow, build_windows, composition
 from proactive_rl.streaming import SamplingParams
+from proactive_rl.training import finish, freeze_vision_tower, load_for_training
 
 logger = logging.getLogger(__name__)
 # rollout_func is marked experimental in TRL 1.16; it is the documented hook this trainer is built on.
@@ -56,8 +57,12 @@ class StreamingGRPOConfig(GRPOConfig):
     """
 
     max_turn_tokens: int = field(default=16, metadata={"help": "Per-turn cap on decoded tokens."})
-    reward_alpha: float = field(default=0.05, metadata={"help": "Temporal decay α of the task rewards (docs/spec.md §4)."})
-    reward_lambda: float = field(default=0.2, metadata={"help": "Penalty λ per extra/invalid output (docs/spec.md §7)."})
+    reward_alpha: float = field(
+        default=0.05, metadata={"help": "Temporal decay α of the task rewards (docs/spec.md §4)."}
+    )
+    reward_lambda: float = field(
+        default=0.2, metadata={"help": "Penalty λ per extra/invalid output (docs/spec.md §7)."}
+    )
     reward_on_error: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})
     system_prompt: str = field(default=DEFAULT_SYSTEM_PROMPT, metadata={"help": "The system turn."})
     frame_cache_size: int = field(default=64, metadata={"help": "Episodes whose frames stay in memory."})
@@ -89,7 +94,7 @@ class StreamingGRPOScriptArguments:
     Args:
         trainer (`str`, *optional*, defaults to `"grpo_streaming"`): which trainer the `proactive-rl train` command
             dispatches to (recipes name it so one command serves SFT and GRPO).
-        dataset_mixture (`list`): training episode sources (`proactive_rl.config.DatasetSource`).
+        dataset_mixture (`list`): training episode sources (`proactive_rl.data.mixture.DatasetSource`).
         eval_mixture (`list`, *optional*): held-out sources.
         on_bad_record (`str`, *optional*, defaults to `"raise"`): for episode files, see `load_episodes`.
         lead_s, tail_s, max_window_s, prefix_s (`float`): window construction, see `build_windows`.
@@ -300,8 +305,6 @@ def build_trainer(
     script_args: StreamingGRPOScriptArguments, training_args: StreamingGRPOConfig, model_args: ModelConfig
 ) -> StreamingGRPOTrainer:
     """Model (``tiny:<arch>:<size>``, a hub id or an SFT checkpoint directory), windows and trainer."""
-    from proactive_rl.train import freeze_vision_tower, load_for_training
-
     windows = script_args.windows(script_args.dataset_mixture)
     if script_args.expected_windows is not None and composition(windows) != dict(
         sorted(script_args.expected_windows.items())
@@ -328,11 +331,7 @@ def main(script_args, training_args, model_args) -> StreamingGRPOTrainer:
     """Train, then save the model, processor and log history to ``output_dir``."""
     trainer = build_trainer(script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    trainer.save_model(training_args.output_dir)
-    trainer.save_state()
-    if trainer.accelerator.is_main_process:
-        trainer.processing_class.save_pretrained(training_args.output_dir)
-    return trainer
+    return finish(trainer, training_args.output_dir)
 
 
 def make_parser() -> TrlParser:
@@ -344,7 +343,3 @@ def train_main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     main(*make_parser().parse_args_and_config(argv))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(train_main())

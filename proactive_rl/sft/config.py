@@ -12,77 +12,8 @@ from typing import Any
 
 from trl import SFTConfig
 
-ON_ERROR = ("raise", "skip")
-TRUNCATION = ("drop_frames", "error")
-_SOURCE_KEYS = {"source", "task", "num_episodes", "seed", "weight", "name", "knobs"}
-
-
-@dataclass
-class DatasetSource:
-    """One entry of a dataset mixture.
-
-    Args:
-        source (`str`): an episode file (JSON / JSONL, docs/spec.md §1) or ``"synthetic"`` for the embedded generator.
-        weight (`float`, *optional*, defaults to `1.0`): how many times each episode is used; a fraction keeps
-            a deterministic subset (``0.5`` = half), ``2.0`` repeats every episode twice.
-        task (`str`, *optional*): the synthetic task (required when ``source="synthetic"``).
-        num_episodes (`int`, *optional*): how many synthetic episodes to generate.
-        seed (`int`, *optional*, defaults to `0`): generator seed (synthetic) and subsampling seed.
-        name (`str`, *optional*): a label for logs; defaults to the source (and task).
-        knobs (`dict`, *optional*): extra keyword arguments of ``generate_episodes``.
-    """
-
-    source: str
-    weight: float = 1.0
-    task: str | None = None
-    num_episodes: int | None = None
-    seed: int = 0
-    name: str | None = None
-    knobs: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, raw: Any, where: str) -> DatasetSource:
-        if isinstance(raw, str):
-            raw = {"source": raw}
-        if not isinstance(raw, dict) or "source" not in raw:
-            raise ValueError(
-                f"{where}: expected a mapping with a 'source' (an episode file or 'synthetic'), got {raw!r}"
-            )
-        unknown = set(raw) - _SOURCE_KEYS
-        if unknown:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; expected some of {sorted(_SOURCE_KEYS)}")
-        src = cls(**raw)
-        if not (isinstance(src.weight, (int, float)) and src.weight > 0):
-            raise ValueError(f"{where}.weight: must be a number > 0, got {src.weight!r}")
-        if src.source == "synthetic":
-            if not src.task or not src.num_episodes or src.num_episodes < 1:
-                raise ValueError(f"{where}: a synthetic source needs 'task' and 'num_episodes' >= 1")
-        elif src.task is not None or src.num_episodes is not None:
-            raise ValueError(f"{where}: 'task' and 'num_episodes' only apply to source: synthetic")
-        src.name = src.name or (f"synthetic/{src.task}" if src.source == "synthetic" else src.source)
-        return src
-
-
-def parse_mixture(raw: Any, where: str = "dataset_mixture") -> list[DatasetSource]:
-    """A mixture is a list of sources (or ``{"datasets": [...]}``); each source is a path or a mapping."""
-    if isinstance(raw, dict) and "datasets" in raw:
-        raw = raw["datasets"]
-    if isinstance(raw, (str, dict)):
-        raw = [raw]
-    if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{where}: expected a non-empty list of sources, got {raw!r}")
-    return [DatasetSource.from_dict(item, f"{where}[{i}]") for i, item in enumerate(raw)]
-
-
-def check_data_arguments(args) -> None:
-    """Parse ``dataset_mixture`` / ``eval_mixture`` and check ``on_bad_record`` of a trainer's script arguments."""
-    if args.dataset_mixture is None:
-        raise ValueError("dataset_mixture: required (a list of sources: episode files or synthetic tasks)")
-    args.dataset_mixture = parse_mixture(args.dataset_mixture, "dataset_mixture")
-    if args.eval_mixture is not None:
-        args.eval_mixture = parse_mixture(args.eval_mixture, "eval_mixture")
-    if args.on_bad_record not in ON_ERROR:
-        raise ValueError(f"on_bad_record: expected one of {ON_ERROR}, got {args.on_bad_record!r}")
+from proactive_rl.chat.messages import TRUNCATION
+from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
 
 
 @dataclass
@@ -113,7 +44,7 @@ class SFTScriptArguments:
     truncation: str = field(default="drop_frames", metadata={"help": f"One of {TRUNCATION}."})
     max_frames: int | None = field(default=None, metadata={"help": "Keep only the latest K images."})
     freeze_vision_tower: bool = field(default=True, metadata={"help": "Freeze the vision encoder (P³I)."})
-    # evaluators run while training: a mapping, see `proactive_rl.callbacks.EvalCallbackConfig`.
+    # evaluators run while training: a mapping, see `proactive_rl.evaluation.EvalCallbackConfig`.
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
     def __post_init__(self):
@@ -123,7 +54,7 @@ class SFTScriptArguments:
         if self.max_frames is not None and self.max_frames < 1:
             raise ValueError(f"max_frames: must be >= 1, got {self.max_frames}")
         if self.eval_callback is not None:  # validated before a model is loaded
-            from proactive_rl.callbacks.config import EvalCallbackConfig
+            from proactive_rl.evaluation.config import EvalCallbackConfig
 
             self.eval_callback = EvalCallbackConfig.from_dict(self.eval_callback, "eval_callback")
 
@@ -138,7 +69,9 @@ class ProactiveSFTConfig(SFTConfig):
     """
 
     focal_gamma: float = field(default=2.0, metadata={"help": "Focal exponent on the state tokens (docs/spec.md §3)."})
-    state_balance: bool = field(default=True, metadata={"help": "Frequency-balance the state tokens (docs/spec.md §3)."})
+    state_balance: bool = field(
+        default=True, metadata={"help": "Frequency-balance the state tokens (docs/spec.md §3)."}
+    )
 
     def __post_init__(self):
         # Episodes are rendered by our collator; SFTTrainer's own tokenisation would fight the frame turns.

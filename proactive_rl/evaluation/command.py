@@ -10,7 +10,7 @@ The evaluators come from the ``eval_callback`` block of a recipe (or a YAML hold
 checkpoint evaluated here gets the numbers the training callback logged for it. ``--model`` writes
 ``results.json``, per-evaluator reports and plots to ``--out`` (default ``<model>/eval`` for a local
 directory); ``--watch`` keeps ``state.json``, one folder per checkpoint and ``leaderboard.{md,json,png}`` in
-``--out`` (default ``<OUTPUT_DIR>/eval_watch``). See `proactive_rl.callbacks.watch` for the watching rules.
+``--out`` (default ``<OUTPUT_DIR>/eval_watch``). See `proactive_rl.evaluation.watch` for the watching rules.
 """
 
 from __future__ import annotations
@@ -44,19 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_checkpoint(path: str | Path, dtype: str | None = None):
-    """``(model, processor)`` on this process's device, in eval mode (``tiny:<arch>:<size>`` builds one)."""
+    """``(model, processor)`` on this process's device, in eval mode (`load_model_spec`: ``tiny:``, hub id, folder)."""
     from accelerate import PartialState
 
-    from proactive_rl.models import build_tiny, load_model
+    from proactive_rl.models.spec import load_model_spec
 
-    name = str(path)
-    if name.startswith("tiny:"):
-        parts = name.split(":")
-        model, processor = build_tiny(
-            parts[1] if len(parts) > 1 else "qwen2_5_vl", parts[2] if len(parts) > 2 else "xs"
-        )
-    else:
-        model, processor = load_model(name, dtype=dtype)
+    model, processor = load_model_spec(str(path), dtype=dtype)
     return model.to(PartialState().device).eval(), processor
 
 
@@ -64,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
     """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
     from accelerate import PartialState
 
-    from proactive_rl.callbacks import build_evaluators, evaluate_model, load_eval_config
-    from proactive_rl.callbacks.backends import log_results
-    from proactive_rl.callbacks.watch import CheckpointWatcher
+    from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config
+    from proactive_rl.evaluation.backends import log_results
+    from proactive_rl.evaluation.watch import CheckpointWatcher
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

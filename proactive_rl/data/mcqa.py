@@ -168,3 +168,26 @@ def rows_to_dataset(rows: Iterable[dict[str, Any]]):
             image = PILImage.fromarray(np.ascontiguousarray(image, dtype=np.uint8))
         converted.append({**row, "image": str(image) if isinstance(image, Path) else image})
     return Dataset.from_list(converted, features=features)
+
+
+def letter_token_ids(tokenizer, n: int) -> list[int]:
+    """Token ids of the option letters ``A``.. (one token each, or an error naming the letter).
+
+    The letter as the model writes it first in its answer: ``A`` for Qwen's byte-level BPE, ``▁A`` for the
+    Mistral tokenizer of LLaVA-NeXT (its normaliser prepends the ``▁`` a reply after `` [/INST]`` starts with).
+    """
+    ids = []
+    for k in range(n):
+        letter = chr(65 + k)
+        pieces = tokenizer.encode(letter, add_special_tokens=False)
+        if len(pieces) != 1:
+            raise ValueError(f"answer_letters_only: option letter {letter!r} is not a single token ({pieces})")
+        ids.append(pieces[0])
+    return ids
+
+
+def suppressed_tokens(model, tokenizer, n_options: int) -> list[int]:
+    """Every token id except the first `n_options` option letters (``generate(suppress_tokens=...)``)."""
+    allowed = set(letter_token_ids(tokenizer, n_options))
+    vocab = max(model.get_output_embeddings().weight.shape[0], len(tokenizer))
+    return [i for i in range(vocab) if i not in allowed]

@@ -22,20 +22,15 @@ from dataclasses import dataclass
 
 from proactive_eval.episodes import Episode, EpisodeError
 from proactive_eval.video import sample_times
+from proactive_rewards.registry import task_rewards
 from proactive_rewards.types import Target
 
 logger = logging.getLogger(__name__)
 
 # Count tasks keep the whole history in the prefix (P³I Appendix C).
 COUNT_TASKS = frozenset({"atomic", "event_type"})
-# The registered `proactive_rewards` reward that scores each task's trajectories (docs/spec.md §7).
-TASK_REWARDS = {
-    "accident": "accident",
-    "atomic": "count",
-    "event_type": "count",
-    "compositional": "compositional",
-    "intervention": "intervention",
-}
+# The registered `proactive_rewards` reward that scores each task's trajectories (docs/spec.md §7): its `RewardSpec.tasks`.
+TASK_REWARDS = task_rewards()
 # A target at τ is due at the first frame step with time >= τ (same rule as `proactive_rl.chat`).
 _EPS = 1e-6
 

@@ -1,0 +1,37 @@
+"""Data: dataset mixtures, SFT examples and their collator, MCQA environment rows, frames of an episode.
+
+- `proactive_rl.data.mixture`: ``dataset_mixture`` sources (episode files, ``synthetic``), parsed and read.
+- `proactive_rl.data.examples`: episodes validated and encoded before the first SFT step; the collator.
+- `proactive_rl.data.mcqa`: MCQA environments → single-turn prompt rows (the suggestion trainer's and evaluator's).
+- `proactive_rl.data.frames`: the frames of an episode (rendered for synthetic episodes, decoded otherwise).
+"""
+
+from proactive_rl.data.examples import (
+    EpisodeCollator,
+    PreparedData,
+    as_hf_dataset,
+    check_record,
+    prepare_examples,
+)
+from proactive_rl.data.mixture import (
+    ON_ERROR,
+    DatasetSource,
+    apply_weight,
+    check_data_arguments,
+    load_mixture,
+    parse_mixture,
+)
+
+__all__ = [
+    "ON_ERROR",
+    "DatasetSource",
+    "EpisodeCollator",
+    "PreparedData",
+    "apply_weight",
+    "as_hf_dataset",
+    "check_data_arguments",
+    "check_record",
+    "load_mixture",
+    "parse_mixture",
+    "prepare_examples",
+]

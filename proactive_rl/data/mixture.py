@@ -1,0 +1,128 @@
+"""Dataset mixtures: the ``dataset_mixture`` / ``eval_mixture`` of a recipe, parsed and read (docs/spec.md §1).
+
+A mixture is a list of sources, each an episode file (JSON / JSONL) or ``synthetic`` (the embedded generator), with a
+weight (``2.0`` repeats each episode, ``0.5`` keeps a deterministic half). Every trainer reads its episodes here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from proactive_eval.episodes import Episode, EpisodeError, load_episodes
+
+ON_ERROR = ("raise", "skip")
+_SOURCE_KEYS = {"source", "task", "num_episodes", "seed", "weight", "name", "knobs"}
+
+
+@dataclass
+class DatasetSource:
+    """One entry of a dataset mixture.
+
+    Args:
+        source (`str`): an episode file (JSON / JSONL, docs/spec.md §1) or ``"synthetic"`` for the embedded generator.
+        weight (`float`, *optional*, defaults to `1.0`): how many times each episode is used; a fraction keeps
+            a deterministic subset (``0.5`` = half), ``2.0`` repeats every episode twice.
+        task (`str`, *optional*): the synthetic task (required when ``source="synthetic"``).
+        num_episodes (`int`, *optional*): how many synthetic episodes to generate.
+        seed (`int`, *optional*, defaults to `0`): generator seed (synthetic) and subsampling seed.
+        name (`str`, *optional*): a label for logs; defaults to the source (and task).
+        knobs (`dict`, *optional*): extra keyword arguments of ``generate_episodes``.
+    """
+
+    source: str
+    weight: float = 1.0
+    task: str | None = None
+    num_episodes: int | None = None
+    seed: int = 0
+    name: str | None = None
+    knobs: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str) -> DatasetSource:
+        if isinstance(raw, str):
+            raw = {"source": raw}
+        if not isinstance(raw, dict) or "source" not in raw:
+            raise ValueError(
+                f"{where}: expected a mapping with a 'source' (an episode file or 'synthetic'), got {raw!r}"
+            )
+        unknown = set(raw) - _SOURCE_KEYS
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; expected some of {sorted(_SOURCE_KEYS)}")
+        src = cls(**raw)
+        if not (isinstance(src.weight, (int, float)) and src.weight > 0):
+            raise ValueError(f"{where}.weight: must be a number > 0, got {src.weight!r}")
+        if src.source == "synthetic":
+            if not src.task or not src.num_episodes or src.num_episodes < 1:
+                raise ValueError(f"{where}: a synthetic source needs 'task' and 'num_episodes' >= 1")
+        elif src.task is not None or src.num_episodes is not None:
+            raise ValueError(f"{where}: 'task' and 'num_episodes' only apply to source: synthetic")
+        src.name = src.name or (f"synthetic/{src.task}" if src.source == "synthetic" else src.source)
+        return src
+
+
+def parse_mixture(raw: Any, where: str = "dataset_mixture") -> list[DatasetSource]:
+    """A mixture is a list of sources (or ``{"datasets": [...]}``); each source is a path or a mapping."""
+    if isinstance(raw, dict) and "datasets" in raw:
+        raw = raw["datasets"]
+    if isinstance(raw, (str, dict)):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{where}: expected a non-empty list of sources, got {raw!r}")
+    return [DatasetSource.from_dict(item, f"{where}[{i}]") for i, item in enumerate(raw)]
+
+
+def check_data_arguments(args) -> None:
+    """Parse ``dataset_mixture`` / ``eval_mixture`` and check ``on_bad_record`` of a trainer's script arguments."""
+    if args.dataset_mixture is None:
+        raise ValueError("dataset_mixture: required (a list of sources: episode files or synthetic tasks)")
+    args.dataset_mixture = parse_mixture(args.dataset_mixture, "dataset_mixture")
+    if args.eval_mixture is not None:
+        args.eval_mixture = parse_mixture(args.eval_mixture, "eval_mixture")
+    if args.on_bad_record not in ON_ERROR:
+        raise ValueError(f"on_bad_record: expected one of {ON_ERROR}, got {args.on_bad_record!r}")
+
+
+def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple[list[Episode], list[EpisodeError]]:
+    """Read every source of a mixture and apply its weight.
+
+    Args:
+        sources (`list[DatasetSource]`): from `SFTScriptArguments.dataset_mixture`.
+        on_error (`str`, *optional*, defaults to `"raise"`): passed to `load_episodes` for files.
+
+    Returns:
+        `(episodes, skipped)`: episodes in mixture order (each source's episodes in file order, then weighted), and
+        the records a file loader skipped. ``episode.meta["source"]`` names the source.
+    """
+    episodes, skipped = [], []
+    for src in sources:
+        if src.source == "synthetic":
+            from proactive_rl.synthetic import generate_episodes
+
+            eps = list(generate_episodes(src.task, src.num_episodes, src.seed, **src.knobs))
+        else:
+            path = Path(src.source)
+            if not path.exists():
+                raise FileNotFoundError(f"dataset_mixture: episode file {src.source!r} does not exist")
+            loaded = load_episodes(path, on_error=on_error)
+            skipped.extend(loaded.skipped)
+            eps = list(loaded)
+        for ep in eps:
+            ep.meta = {**ep.meta, "source": src.name}
+        episodes.extend(apply_weight(eps, src.weight, src.seed))
+    return episodes, skipped
+
+
+def apply_weight(episodes: list[Episode], weight: float, seed: int = 0) -> list[Episode]:
+    """``floor(weight)`` full copies plus a deterministic random subset for the fractional part."""
+    whole, frac = int(math.floor(weight)), weight - math.floor(weight)
+    out = list(episodes) * whole
+    if frac > 0 and episodes:
+        k = int(round(frac * len(episodes)))
+        picks = np.random.default_rng(seed).permutation(len(episodes))[:k]
+        out += [episodes[i] for i in sorted(picks)]
+    return out

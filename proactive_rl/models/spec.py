@@ -1,0 +1,75 @@
+"""One model spec for every entry point: ``tiny:<arch>:<size>``, a hub id, or a local folder.
+
+`load_model_spec` is what the trainers, `proactive-rl eval` and the demo call; ``tiny:`` builds the embedded tiny
+model locally (no download), anything else goes through `load_model` (state tokens added when asked).
+"""
+
+from __future__ import annotations
+
+from proactive_rl.models.loading import check_attn_implementation, load_model
+from proactive_rl.models.tiny import build_tiny
+
+TINY_PREFIX = "tiny:"
+TINY_DEFAULTS = ("qwen2_5_vl", "xs")
+
+
+def parse_tiny_spec(name: str) -> tuple[str, str] | None:
+    """``(arch, size)`` of a ``tiny:<arch>:<size>`` spec (missing parts default to ``qwen2_5_vl``, ``xs``), else None.
+
+    >>> parse_tiny_spec("tiny:qwen3_vl:s"), parse_tiny_spec("tiny:"), parse_tiny_spec("Qwen/Qwen2.5-VL-3B-Instruct")
+    (('qwen3_vl', 's'), ('qwen2_5_vl', 'xs'), None)
+    """
+    if not name.startswith(TINY_PREFIX):
+        return None
+    parts = [p for p in name[len(TINY_PREFIX) :].split(":")]
+    arch = parts[0] if parts and parts[0] else TINY_DEFAULTS[0]
+    size = parts[1] if len(parts) > 1 and parts[1] else TINY_DEFAULTS[1]
+    return arch, size
+
+
+def load_model_spec(
+    name: str | None,
+    *,
+    dtype: str | None = None,
+    attn_implementation: str | None = None,
+    state_tokens: bool = True,
+    seed: int = 0,
+):
+    """``(model, processor)`` named by a model spec.
+
+    Args:
+        name (`str`): ``tiny:<arch>:<size>``, a hub id or a local directory (``model_name_or_path``).
+        dtype (`str`, *optional*): for real checkpoints (``bfloat16``, ``float32``, ``auto``...).
+        attn_implementation (`str`, *optional*): ``sdpa`` by default; checked before anything loads.
+        state_tokens (`bool`, *optional*, defaults to `True`): add ``</Silence>`` / ``</Response>`` to a real
+            checkpoint (the tiny tokenizer always has them).
+        seed (`int`, *optional*, defaults to `0`): weight seed of a tiny model.
+    """
+    if not name:
+        raise ValueError("model_name_or_path: required (a hub id, a local directory, or tiny:<arch>:<size>)")
+    tiny = parse_tiny_spec(name)
+    if tiny is None:
+        return load_model(name, dtype=dtype, attn_implementation=attn_implementation, state_tokens=state_tokens)
+    attn = check_attn_implementation(attn_implementation)
+    model, processor = build_unpartitioned(build_tiny, *tiny, seed)
+    if attn != "sdpa":
+        model.set_attn_implementation(attn)
+    return model, processor
+
+
+def build_unpartitioned(build, *args):
+    """Build a tiny model outside ``deepspeed.zero.Init``: ZeRO-3 partitions it at wrap time instead.
+
+    A model built from a config under ZeRO-3 init is partitioned before its weights are initialised, which the
+    Qwen-VL initialisers do not support; a tiny model fits everywhere, so it is built whole.
+    """
+    from transformers.integrations import deepspeed as hf_ds
+
+    config = hf_ds._hf_deepspeed_config_weak_ref() if hf_ds._hf_deepspeed_config_weak_ref else None
+    if config is None:
+        return build(*args)
+    hf_ds.unset_hf_deepspeed_config()
+    try:
+        return build(*args)
+    finally:
+        hf_ds.set_hf_deepspeed_config(config)

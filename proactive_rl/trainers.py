@@ -1,0 +1,53 @@
+"""The trainer table: a recipe's ``trainer`` field names one of these, and everything that runs a trainer reads it.
+
+Each entry is a module with ``make_parser() -> TrlParser``, ``main(script_args, training_args, model_args)`` and
+``train_main(argv) -> int``. `proactive-rl train`, the demo and the tests dispatch through `trainer_module`; a new
+trainer is one package plus one line here (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+
+TRAINERS = {
+    "sft": "proactive_rl.sft.main",
+    "grpo_streaming": "proactive_rl.grpo.streaming.main",
+    "grpo_suggestion": "proactive_rl.grpo.suggestion.main",
+}
+
+
+def trainer_module(name: str) -> ModuleType:
+    """The entry-point module of trainer ``name``; a clear error listing the valid names otherwise."""
+    if name not in TRAINERS:
+        raise ValueError(f"trainer: unknown {name!r}; expected one of {', '.join(TRAINERS)}")
+    return importlib.import_module(TRAINERS[name])
+
+
+def recipe_trainer(argv: Sequence[str]) -> str:
+    """The ``trainer`` named by the ``--config`` recipe (default ``sft``); a ``--trainer`` flag is not accepted."""
+    import yaml
+
+    path = None
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+    if path is None:
+        return "sft"
+    try:
+        with open(path) as f:
+            recipe = yaml.safe_load(f) or {}
+    except OSError as err:
+        raise SystemExit(f"proactive-rl train: cannot read recipe {path}: {err}") from None
+    trainer = recipe.get("trainer", "sft") if isinstance(recipe, dict) else "sft"
+    if trainer not in TRAINERS:
+        raise SystemExit(f"{path}: field 'trainer': unknown {trainer!r}; expected one of {', '.join(TRAINERS)}")
+    return trainer
+
+
+def run_train(argv: Sequence[str]) -> int:
+    """``proactive-rl train --config RECIPE [--field value ...]``: hand the arguments to the recipe's trainer."""
+    return trainer_module(recipe_trainer(argv)).train_main(list(argv))
