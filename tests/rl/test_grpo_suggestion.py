@@ -140,9 +140,8 @@ def test_reward_on_rows_matches_the_paper_rule(r_p):
 
 def test_rows_without_valid_actions_fail_at_start_up(monkeypatch, tmp_path):
     """No valid_actions column would silently pay no r_p: the trainer refuses to start (docs/spec.md §7)."""
-    import proactive_rl.grpo.suggestion.main as suggestion
-
     import proactive_rl.data.mcqa as mcqa
+    import proactive_rl.grpo.suggestion.main as suggestion
 
     to_dataset = mcqa.rows_to_dataset
     monkeypatch.setattr(mcqa, "rows_to_dataset", lambda rows: to_dataset(rows).remove_columns("valid_actions"))
