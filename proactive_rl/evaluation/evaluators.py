@@ -270,7 +270,13 @@ class MCQAEvaluator(Evaluator):
             else:
                 from proactive_rl.data.mcqa import proactivebench_environments
 
-                envs += proactivebench_environments(spec["path"], spec.get("dataset"), spec.get("data_dir"))
+                envs += proactivebench_environments(
+                    spec["path"],
+                    spec["dataset"],
+                    spec.get("data_dir"),
+                    protocol=self.config.protocol,
+                    skip=self.config.skip,
+                )
         return envs
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
@@ -296,6 +302,7 @@ class MCQAEvaluator(Evaluator):
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.environments import proactivebench_summary
+        from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
         from proactive_eval.predictions import atomic_write_text
 
         summary = dict(proactivebench_summary(records))
@@ -303,6 +310,8 @@ class MCQAEvaluator(Evaluator):
         for r in records:
             groups.setdefault(r["dataset"] or "all", []).append(r)
         summary["groups"] = {g: proactivebench_summary(rs) for g, rs in sorted(groups.items())}
+        report = mcqa_results(records, self._protocol(), self.config.skip)
+        summary["protocol"] = report["protocol"]  # which benchmark, and the samples scored per dataset
         metrics = {"acc": float(summary["acc"]), "ps": float(summary["ps"])}
         if len(groups) > 1:
             for g, s in summary["groups"].items():
@@ -315,8 +324,13 @@ class MCQAEvaluator(Evaluator):
         if out_dir is not None:
             path = out_dir / "outcomes.jsonl"
             atomic_write_text(path, _jsonl(records))
-            scored.files = {"outcomes": str(path)}
+            atomic_write_text(out_dir / "report.md", mcqa_markdown(report, f"MCQA: {self.name}"))
+            scored.files = {"outcomes": str(path), "report": str(out_dir / "report.md")}
         return scored
+
+    def _protocol(self) -> str | None:
+        """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
+        return self.config.protocol if any("path" in s for s in self.config.environments) else None
 
 
 class OEGEvaluator(Evaluator):
@@ -330,7 +344,14 @@ class OEGEvaluator(Evaluator):
         from proactive_rl.data.mcqa import proactivebench_environments
 
         specs = self.config.environments
-        return [e for s in specs for e in proactivebench_environments(s["path"], s.get("dataset"), s.get("data_dir"))]
+        protocol, skip = self.config.protocol, self.config.skip
+        return [
+            e
+            for s in specs
+            for e in proactivebench_environments(
+                s["path"], s["dataset"], s.get("data_dir"), protocol=protocol, skip=skip
+            )
+        ]
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
         from proactive_eval.oeg import oeg_question, oeg_valid_answers
@@ -349,6 +370,7 @@ class OEGEvaluator(Evaluator):
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
+        from proactive_eval.formats.proactivebench_protocol import protocol_line, protocol_summary
         from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
         from proactive_eval.metrics import oeg_judgment, oeg_summary
         from proactive_eval.predictions import atomic_write_text
@@ -363,6 +385,8 @@ class OEGEvaluator(Evaluator):
         for row in rows:
             groups.setdefault(row["dataset"], []).append(row)
         summary = {**oeg_summary(rows), "groups": {g: oeg_summary(rs) for g, rs in sorted(groups.items())}}
+        counts = {g: s["n"] for g, s in summary["groups"].items()}
+        summary["protocol"] = protocol_summary(self.config.protocol, counts, self.config.skip)
         summary["judge_stats"] = judge.stats.as_dict()
         keys = ("agg", "acc", "ps")
         metrics = {k: float(summary[k]) for k in keys}
@@ -378,7 +402,8 @@ class OEGEvaluator(Evaluator):
                 f"| {g} | {s['n']} | {s['agg']:.1f} | {s['acc']:.1f} | {s['ps']:.1f} |"
                 for g, s in summary["groups"].items()
             ]
-            atomic_write_text(out_dir / "report.md", f"# OEG: {self.name}\n\n" + "\n".join(table) + "\n")
+            head = f"# OEG: {self.name}\n\n{protocol_line(summary['protocol'])}\n\n"
+            atomic_write_text(out_dir / "report.md", head + "\n".join(table) + "\n")
             names = {"predictions": "predictions.jsonl", "judgments": "judgments.jsonl", "report": "report.md"}
             scored.files = {k: str(out_dir / f) for k, f in names.items()}
         return scored

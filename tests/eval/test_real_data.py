@@ -121,7 +121,7 @@ def test_proactivebench_converted_elsewhere_loads_its_images(tmp_path, capsys):
     out = tmp_path / "conv" / "qd.jsonl"
     assert cli.main(["convert", "--from", "proactivebench", str(src), "--out", str(out)]) == 0
     assert "not found" not in capsys.readouterr().err
-    (env,) = load_environments(out, "QD")  # images resolve beside the converted file, as for any JSONL
+    (env,) = load_environments(out, "QD", protocol="unfiltered")  # images resolve beside the converted file
     seen = []
 
     def policy(observation):
