@@ -36,7 +36,9 @@ def silent_draft(processor, silence: str = SILENCE_TOKEN) -> list[int]:
     header = generation_prompt_ids(processor)
     stop = tokenizer.convert_tokens_to_ids("<|im_end|>" if "<|im_end|>" in tokenizer.get_vocab() else "</s>")
     if ids[: len(header)] != header or stop not in ids[len(header) :]:
-        raise ValueError(f"the chat template does not render the silent turn {silence!r} as header + text + end-of-turn")
+        raise ValueError(
+            f"the chat template does not render the silent turn {silence!r} as header + text + end-of-turn"
+        )
     body = ids[len(header) :]
     return body[: body.index(stop) + 1]
 

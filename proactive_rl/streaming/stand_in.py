@@ -62,9 +62,7 @@ def _hidden_states(model, processor, episodes) -> tuple[torch.Tensor, torch.Tens
     return torch.cat(starts), torch.cat(targets), torch.cat(after)
 
 
-def proactive_stand_in(
-    model, processor, respond: float = 0.1, episodes: int = 8, steps: int = 300, seed: int = 0
-):
+def proactive_stand_in(model, processor, respond: float = 0.1, episodes: int = 8, steps: int = 300, seed: int = 0):
     """Fit the head rows of ``</Silence>``, ``</Response>`` and ``<|im_end|>`` so that greedy decoding is silent at
     most frames (see the module docstring). Modifies `model` in place and returns it.
 
