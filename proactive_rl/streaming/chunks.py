@@ -22,11 +22,14 @@ class ImageFeatures:
         grid_thw (`torch.Tensor`): its ``(3,)`` patch grid.
         embeds (`torch.Tensor`): ``(n_tokens, hidden)``, what replaces its placeholder tokens.
         deepstack (`list[torch.Tensor]`, *optional*): Qwen3-VL: one tensor per deepstack layer.
+        output_class (`type`, *optional*): the `ModelOutput` class the model's ``get_image_features`` returns (the
+            model's forward takes the features back in it).
     """
 
     grid_thw: torch.Tensor
     embeds: torch.Tensor
     deepstack: list[torch.Tensor] | None = None
+    output_class: type | None = None
 
 
 @dataclass

@@ -170,7 +170,6 @@ class StreamingSession:
         self.last_logits: torch.Tensor | None = None  # (B, V) next-token logits after the last fed token
         self._logits: list[list[torch.Tensor]] = [[]]
         self._generator: torch.Generator | None = None
-        self._features_cls = None  # the ModelOutput class `get_image_features` returns
         self._speculation: _Speculation | None = None
         # counters for benchmarks and tests
         self.n_rebuilds = 0
@@ -533,11 +532,12 @@ class StreamingSession:
         with _eval_mode(self.model):
             feats = self.core.get_image_features(pixel_values.to(self.device), grids.to(self.device), return_dict=True)
         deep = getattr(feats, "deepstack_features", None)
-        self._features_cls = type(feats)
         self.n_images_encoded += len(grids)
         self.n_vision_calls += 1
         return [
-            ImageFeatures(grids[i], feats.pooler_output[i], None if deep is None else [layer[i] for layer in deep])
+            ImageFeatures(
+                grids[i], feats.pooler_output[i], None if deep is None else [layer[i] for layer in deep], type(feats)
+            )
             for i in range(len(grids))
         ]
 
@@ -623,7 +623,7 @@ class StreamingSession:
             if images[0].deepstack is not None:
                 n_layers = len(images[0].deepstack)
                 features["deepstack_features"] = [[im.deepstack[k] for im in images] * B for k in range(n_layers)]
-            kwargs["mm_encoder_outputs"] = {"image": self._features_cls(**features)}
+            kwargs["mm_encoder_outputs"] = {"image": images[0].output_class(**features)}
         if self.cache is None:
             self.cache = new_cache(self.core.config)
         attention_mask = mask if self._holes else None  # without holes the causal mask alone is right (SDPA fast path)
