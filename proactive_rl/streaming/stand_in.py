@@ -4,11 +4,10 @@ A randomly initialised model (`build_tiny`, or a large config with random weight
 turns are whatever tokens its random head prefers. Benchmarks and tests of the streaming engine's speculative
 silence need the cost structure of a trained proactive model instead: ``</Silence><|im_end|>`` at most frames,
 a ``</Response> ...`` turn at a few. `proactive_stand_in` gets that without training the network: it unties the
-output head from the input embedding and fits only three of its rows (``</Silence>``, ``</Response>``,
-``<|im_end|>``) by softmax regression on the model's own final hidden states over ground-truth dialogues of
-synthetic episodes (the turn start predicts the ground-truth state token, the position after ``</Silence>``
-predicts the end of turn). The rest of the model, and every other row of the head, is unchanged, so the logits
-are still a function of every frame and token in context: where the model responds depends on what it saw.
+output head from the input embedding and fits only the rows of the tokens that assistant turns say (the state
+tokens, the responses' words, ``<|im_end|>``) by softmax regression on the model's own final hidden states over
+example dialogues (each position predicts the dialogue's next assistant token). The rest of the model, and every
+other row of the head, is unchanged, so the logits are still a function of every frame and token in context.
 """
 
 from __future__ import annotations
@@ -28,72 +27,73 @@ def untie_output_head(model) -> torch.nn.Module:
     return head
 
 
-@torch.no_grad()
-def _hidden_states(model, processor, episodes) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Final hidden states (the head's input) at every turn start and after every ``</Silence>``, and the state
-    token each turn start should predict (the ground truth)."""
+def ground_truth_dialogues(processor, episodes: int = 8, seed: int = 0) -> list[dict]:
+    """`encode_dialogue` inputs of the ground-truth dialogues of `episodes` synthetic ``accident`` episodes (10-14
+    frames, one warning each): the default examples of `proactive_stand_in`."""
     from proactive_rl.chat import build_messages, encode_dialogue
-    from proactive_rl.synthetic import render_frames
+    from proactive_rl.synthetic import generate_episodes, render_frames
 
-    tokenizer = processor.tokenizer
-    silence, response = tokenizer.convert_tokens_to_ids([SILENCE_TOKEN, RESPONSE_TOKEN])
+    return [
+        encode_dialogue(processor, build_messages(e, render_frames(e)))
+        for e in generate_episodes("accident", episodes, seed, duration=[10, 14])
+    ]
+
+
+@torch.no_grad()
+def _examples(model, dialogues) -> tuple[torch.Tensor, torch.Tensor]:
+    """The final hidden state (the head's input) before every supervised token of the dialogues (assistant turns'
+    content and end-of-turn tokens, `encode_dialogue`'s labels), and that token."""
     device = next(model.parameters()).device
     captured = []
     hook = model.get_output_embeddings().register_forward_hook(lambda m, args, out: captured.append(args[0][0]))
-    starts, targets, after = [], [], []
+    features, labels = [], []
     try:
-        for episode in episodes:
-            enc = encode_dialogue(processor, build_messages(episode, render_frames(episode)))
-            ids = enc["input_ids"]
+        for enc in dialogues:
             captured.clear()
             model(
-                input_ids=ids[None].to(device),
+                input_ids=enc["input_ids"][None].to(device),
                 mm_token_type_ids=enc["mm_token_type_ids"][None].to(device),
                 pixel_values=enc["pixel_values"].to(device, model.dtype),
                 image_grid_thw=enc["image_grid_thw"].to(device),
             )
-            hidden = captured[0].float()
-            state = ((ids == silence) | (ids == response)).nonzero().squeeze(-1)
-            starts.append(hidden[state - 1])
-            targets.append(ids[state].to(device))
-            after.append(hidden[(ids == silence).nonzero().squeeze(-1)])
+            said = (enc["labels"] != -100).nonzero().squeeze(-1)
+            features.append(captured[0].float()[said - 1])
+            labels.append(enc["input_ids"][said].to(device))
     finally:
         hook.remove()
-    return torch.cat(starts), torch.cat(targets), torch.cat(after)
+    return torch.cat(features), torch.cat(labels)
 
 
-def proactive_stand_in(model, processor, respond: float = 0.1, episodes: int = 8, steps: int = 300, seed: int = 0):
-    """Fit the head rows of ``</Silence>``, ``</Response>`` and ``<|im_end|>`` so that greedy decoding is silent at
-    most frames (see the module docstring). Modifies `model` in place and returns it.
+def proactive_stand_in(model, processor, respond: float = 0.0, dialogues: list[dict] | None = None, steps: int = 300):
+    """Fit the head rows of the tokens the dialogues' assistant turns say (state tokens, content, end of turn) so
+    that greedy decoding says those turns; modifies `model` in place and returns it. See the module docstring.
 
     Args:
         model (`PreTrainedModel`): a Qwen-VL model (any weights), in eval mode.
         processor (`ProcessorMixin`): its processor, with the state tokens in its tokenizer.
-        episodes (`int`, *optional*, defaults to `8`): synthetic ``accident`` episodes (10-14 frames, one warning
-            each) whose ground-truth dialogues give the regression's examples.
+        respond (`float`, *optional*, defaults to `0`): then move the ``</Response>`` row until it beats
+            ``</Silence>`` at this share of the examples' turn starts (the ones the fit separates least), so that
+            the model also responds where the examples are silent: on other dialogues, a model fit to few responses
+            is silent almost everywhere, and where it speaks then depends on what it sees.
+        dialogues (`list[dict]`, *optional*): the examples, `proactive_rl.chat.encode_dialogue` outputs of state-token
+            dialogues; defaults to `ground_truth_dialogues(processor)`. Fit to the dialogue a benchmark streams, the
+            model says that dialogue's turns where the fit separates them (every turn, typically).
         steps (`int`, *optional*, defaults to `300`): Adam steps of the regression.
-        seed (`int`, *optional*, defaults to `0`): the episodes' seed.
     """
-    from proactive_rl.synthetic import generate_episodes
-
     tokenizer = processor.tokenizer
-    rows = tokenizer.convert_tokens_to_ids([SILENCE_TOKEN, RESPONSE_TOKEN, "<|im_end|>"])
-    if tokenizer.unk_token_id is not None and tokenizer.unk_token_id in rows:
+    silence, response = tokenizer.convert_tokens_to_ids([SILENCE_TOKEN, RESPONSE_TOKEN])
+    if tokenizer.unk_token_id is not None and tokenizer.unk_token_id in (silence, response):
         raise ValueError(f"the tokenizer lacks {SILENCE_TOKEN} / {RESPONSE_TOKEN}: add the state tokens first")
-    starts, targets, after = _hidden_states(
-        model, processor, generate_episodes("accident", episodes, seed, duration=[10, 14])
-    )
-    head = untie_output_head(model)
-    weight = head.weight
-    features = torch.cat([starts, after])
-    index = torch.tensor(rows, device=features.device)
-    end = torch.full((len(after),), 2, device=features.device)
-    labels = torch.cat([(targets == index[1]).long(), end])  # 0 silence, 1 response, 2 end of turn
+    dialogues = ground_truth_dialogues(processor) if dialogues is None else dialogues
+    features, said = _examples(model, dialogues)
+    rows = torch.unique(torch.cat([said, torch.tensor([silence, response], device=said.device)]))
+    labels = torch.searchsorted(rows, said)
+    weight = untie_output_head(model).weight
     # Every other row keeps its logits: together they enter the softmax as one log-sum-exp term.
     others = features @ weight.detach().float().T
-    others[:, index] = float("-inf")
+    others[:, rows] = float("-inf")
     rest = torch.logsumexp(others, dim=-1, keepdim=True)
-    fitted = weight.detach()[index].float().clone().requires_grad_(True)
+    fitted = weight.detach()[rows].float().clone().requires_grad_(True)
     optimizer = torch.optim.Adam([fitted], lr=0.05)
     with torch.enable_grad():
         for _ in range(steps):
@@ -102,15 +102,14 @@ def proactive_stand_in(model, processor, respond: float = 0.1, episodes: int = 8
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        fitted = fitted.detach()
-        if respond > 0:
-            # Move the </Response> row along the mean turn-start state until it wins at a `respond` share of the
-            # turn starts: the ones where the fitted rows separate the two least.
-            direction = torch.nn.functional.normalize(starts.mean(0), dim=0)
-            reach = starts @ direction
-            logits = starts @ fitted.T
-            needed = (logits[:, 0] - logits[:, 1]) / reach.clamp(min=1e-6)
-            fitted[1] += torch.quantile(needed, respond) * 1.0001 * direction
+    fitted = fitted.detach()
+    if respond > 0:
+        # along the mean turn-start state, far enough to win at a `respond` share of the turn starts
+        starts = features[(said == silence) | (said == response)]
+        s, r = int(torch.searchsorted(rows, silence)), int(torch.searchsorted(rows, response))
+        direction = torch.nn.functional.normalize(starts.mean(0), dim=0)
+        needed = (starts @ (fitted[s] - fitted[r])) / (starts @ direction).clamp(min=1e-6)
+        fitted[r] += torch.quantile(needed, respond) * 1.0001 * direction
     with torch.no_grad():
-        weight[index] = fitted.to(weight.dtype)
+        weight[rows] = fitted.to(weight.dtype)
     return model
