@@ -77,7 +77,7 @@ class HFStreamingPolicy:
         lookahead (`int`, *optional*, defaults to `16`): the most frames `step_ahead` decides in one call (K; it
             starts there, falls back to 1 after a rejected draft and doubles back; see `speculation.Lookahead`).
         encode_ahead (`bool`, *optional*, defaults to `True`): `step_ahead` encodes all the frames it is given in
-            one vision call (their features are kept until the frames are decided).
+            one vision call (their features are kept until the frames are decided); otherwise one call per frame.
 
     After each step, `last_turn` holds the decoded `TurnOutput` (tokens, log-probabilities) and `session` the
     engine state.
@@ -147,6 +147,8 @@ class HFStreamingPolicy:
             if self.encode_ahead:
                 self.session.encode(chunks)
             chunks = chunks[:k]
+            for chunk in chunks:  # (a no-op for chunks encoded already)
+                self.session.encode([chunk])
             if self.draft is None:
                 turns = self.session.step(chunks, self.sampling)
             else:
