@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .attention import maskless_chunks
 from .cache import new_cache
 from .chunks import Chunk, ImageFeatures, evict, image_spans
 from .rope import chunk_positions, find_vl_core, next_position
@@ -627,7 +628,9 @@ class StreamingSession:
         if self.cache is None:
             self.cache = new_cache(self.core.config)
         attention_mask = mask if self._holes else None  # without holes the causal mask alone is right (SDPA fast path)
-        with _eval_mode(self.model), _native_gqa(self.device.type == "cpu"):
+        text_config = self.core.config.get_text_config(decoder=True)
+        cpu = self.device.type == "cpu"
+        with _eval_mode(self.model), _native_gqa(cpu), maskless_chunks(text_config, cpu and attention_mask is None):
             if self._lm_head is None or (images and images[0].deepstack is not None):
                 # a model class of unknown `forward`, or a Qwen3-VL image chunk (the wrapper threads the deepstack
                 # features into the decoder layers)
