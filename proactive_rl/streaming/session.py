@@ -221,6 +221,30 @@ class StreamingSession:
         enc = self.processor(text=[text], images=images or None, return_tensors="pt")
         return Chunk(enc["input_ids"][0].tolist(), enc.get("pixel_values"), enc.get("image_grid_thw"))
 
+    def chunks(self, texts: Sequence[str], images: Sequence[Sequence]) -> list[Chunk]:
+        """Several `chunk`s made by one processor call (frames known in advance: one image-processing call)."""
+        texts, images = list(texts), [list(i) for i in images]
+        if len(texts) != len(images):
+            raise ValueError(f"{len(texts)} chunk texts but {len(images)} image lists")
+        image_token = getattr(self.processor, "image_token", "<|image_pad|>")
+        for text, frames in zip(texts, images):
+            if text.count(image_token) != len(frames):
+                raise ValueError(
+                    f"a chunk has {text.count(image_token)} {image_token} placeholders but {len(frames)} images"
+                )
+        flat = [f for frames in images for f in frames]
+        enc = self.processor(text=texts, images=flat or None)
+        pixels, grids = enc.get("pixel_values"), enc.get("image_grid_thw")
+        out = []
+        for ids, frames in zip(enc["input_ids"], images):
+            chunk = Chunk(list(ids))
+            if frames:
+                rows = int(grids[: len(frames)].prod(-1).sum())
+                chunk.pixel_values, chunk.image_grid_thw = pixels[:rows], grids[: len(frames)]
+                pixels, grids = pixels[rows:], grids[len(frames) :]
+            out.append(chunk)
+        return out
+
     def append_tokens(
         self,
         input_ids: Sequence[int],

@@ -246,10 +246,11 @@ def rollout_window(
     prompt_images.append(first.frame)
 
     session = StreamingSession(model, processor)
-    chunks = [session.chunk(prompt_text, prompt_images)]
-    for step in plan.steps[1:]:
-        text = texts.after_stop + texts.user(step.time, 1, step.instruction, step.user_text) + texts.header
-        chunks.append(session.chunk(text, [step.frame]))
+    turn_texts = [prompt_text] + [
+        texts.after_stop + texts.user(step.time, 1, step.instruction, step.user_text) + texts.header
+        for step in plan.steps[1:]
+    ]
+    chunks = session.chunks(turn_texts, [prompt_images] + [[step.frame] for step in plan.steps[1:]])
     G = num_generations
     if speculate:
         session, turns = _speculative_turns(session, chunks, G, params, silent_draft(processor), lookahead)
