@@ -54,7 +54,9 @@ class Chunk:
 
     @property
     def n_images(self) -> int:
-        return 0 if self.image_grid_thw is None else len(self.image_grid_thw)
+        if self.image_grid_thw is not None:
+            return len(self.image_grid_thw)
+        return len(self.images or [])
 
 
 def image_spans(ids: list[int], image_token_id: int, start_id: int | None, end_id: int | None) -> list[tuple]:
