@@ -275,17 +275,15 @@ class StreamingSession:
     def encode(self, chunks: Sequence[Chunk]) -> None:
         """Encode the frames of every chunk that lacks vision features, in one vision call, and store the features in
         the chunks (frames known in advance: one call per block instead of one per frame)."""
-        todo = [c for c in chunks if c.images is None]
-        for c in todo:
-            c.images = []
-        todo = [c for c in todo if c.n_images]
-        if not todo:
-            return
-        pixels = torch.cat([c.pixel_values for c in todo])
-        grids = torch.cat([c.image_grid_thw for c in todo])
-        features = self._encode(pixels, grids)
-        for c in todo:
-            c.images, features = features[: c.n_images], features[c.n_images :]
+        todo = [c for c in chunks if c.images is None and c.n_images]
+        if todo:
+            pixels = torch.cat([c.pixel_values for c in todo])
+            features = self._encode(pixels, torch.cat([c.image_grid_thw for c in todo]))
+            for c in todo:
+                c.images, features = features[: c.n_images], features[c.n_images :]
+        for c in chunks:
+            if c.images is None:  # a text chunk
+                c.images = []
 
     def generate(self, params: SamplingParams | None = None) -> TurnOutput:
         """Decode one assistant turn for every row; its tokens join the dialogue (the stop token is fed lazily,
