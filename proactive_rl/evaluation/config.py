@@ -6,12 +6,13 @@ Example (a recipe's ``eval_callback`` block; every key is optional except ``eval
       on_save: true            # evaluate each checkpoint as it is saved
       every_n_steps: null      # and/or every N optimizer steps
       fail_fast: false         # a failing evaluator is recorded as incomplete; training goes on
+      # an episode whose video cannot be played is skipped and counted (coverage); on_error: raise stops
       evaluators:
         - {type: prs, episodes: [{source: synthetic, task: atomic, num_episodes: 4, seed: 99}]}
         - {type: pauc, episodes: [{source: data/pvqa_val.json}], max_items: 50,
            judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
         - {type: mcqa, environments: [{kind: occlusion, n: 8, seed: 7}]}
-        - {type: oeg, environments: [{path: data/QD_preprocessed_test.jsonl, dataset: QD}], max_new_tokens: 256,
+        - {type: oeg, environments: [{path: data/QuickDraw_preprocessed.jsonl, dataset: QD}], max_new_tokens: 256,
            judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
 
 Everything is validated when the recipe is parsed, so a typo fails before the first training step.
@@ -24,6 +25,7 @@ from typing import Any
 
 EVALUATOR_TYPES = ("prs", "pauc", "mcqa", "oeg")
 JUDGE_TYPES = ("rule", "openai")
+ON_ERROR = ("skip", "raise")
 
 
 def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> dict:
@@ -73,11 +75,20 @@ class EvaluatorConfig:
         max_new_tokens (`int`, *optional*, defaults to `16`): longest assistant turn.
         max_frames (`int`, *optional*): keep only the latest K frames in context (docs/spec.md §2).
         alpha (`float`, *optional*, defaults to `0.05`): PRS temporal decay (docs/spec.md §4).
-        judge (`dict`, *optional*): ``pauc`` / ``oeg``: ``{type: rule, kind: token_f1|rouge_l}`` (default) or
-            ``{type: openai, base_url, model, ...}`` (any `proactive_eval.judges.OpenAIJudge` argument; ``oeg``
-            sets its ``system_prompt`` to the authors' OEG judge prompt).
+        judge (`dict`, *optional*): ``pauc`` / ``oeg``: the judge; ``prs``: the content scorer of free-text tasks
+            (intervention, docs/spec.md §4). ``{type: rule, kind: token_f1|rouge_l}`` (default: token_f1, the
+            intervention reward's scorer) or ``{type: openai, base_url, model, ...}`` (any
+            `proactive_eval.judges.OpenAIJudge` argument; ``oeg`` sets its ``system_prompt`` to the authors' OEG
+            judge prompt).
         hint (`bool`, *optional*, defaults to `False`): ``oeg``: append the generic OEG hint to the question
             (ProactiveBench Table 9; `proactive_eval.oeg.OEG_HINT`).
+        on_error (`str`, *optional*, defaults to `"skip"`): ``prs`` / ``pauc``: an episode whose video is missing,
+            truncated or undecodable is skipped, named in the summary and counted in ``coverage`` (``skip``), or
+            fails the evaluator (``raise``).
+        protocol (`str`, *optional*, defaults to `"filtered"`): ``mcqa`` / ``oeg`` on ProactiveBench JSONL: the
+            paper's filtered benchmark (Table 1) or ``"unfiltered"`` (Table 4, and any data that is not the
+            benchmark's, e.g. synthetic exports); `proactive_eval.formats.proactivebench_protocol`.
+        skip (`dict`, *optional*): the authors' skip arguments (default ``{strong_occlusions: false}``; ``{}`` keeps all).
     """
 
     type: str
@@ -90,6 +101,9 @@ class EvaluatorConfig:
     alpha: float = 0.05
     judge: dict[str, Any] | None = None
     hint: bool = False
+    on_error: str = "skip"
+    protocol: str = "filtered"
+    skip: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> EvaluatorConfig:
@@ -105,6 +119,14 @@ class EvaluatorConfig:
             cfg.episodes = parse_mixture(cfg.episodes, f"{where}.episodes")
         if cfg.type in ("mcqa", "oeg"):
             cfg.environments = _environments(cfg.environments, cfg.type, f"{where}.environments")
+            from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
+
+            if cfg.protocol not in PROTOCOLS:
+                raise ValueError(f"{where}.protocol: expected one of {', '.join(PROTOCOLS)}, got {cfg.protocol!r}")
+            if cfg.skip is not None and not isinstance(cfg.skip, dict):
+                raise ValueError(f"{where}.skip: a mapping of field: value to skip, got {cfg.skip!r}")
+        if cfg.on_error not in ON_ERROR:
+            raise ValueError(f"{where}.on_error: expected one of {', '.join(ON_ERROR)}, got {cfg.on_error!r}")
         if not isinstance(cfg.hint, bool) or (cfg.hint and cfg.type != "oeg"):
             raise ValueError(f"{where}.hint: a boolean, for oeg evaluators only; got {cfg.hint!r} ({cfg.type})")
         for key in ("max_items", "max_frames"):
@@ -119,6 +141,9 @@ class EvaluatorConfig:
         if judge.get("type") == "openai" and not {"base_url", "model"} <= set(judge):
             raise ValueError(f"{where}.judge: an openai judge needs 'base_url' and 'model'")
         cfg.judge = judge
+        for i, env in enumerate(cfg.environments or ()):
+            if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
+                raise ValueError(f"{where}.environments[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
         return cfg
 
 

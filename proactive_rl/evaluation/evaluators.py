@@ -5,12 +5,15 @@ An evaluator is used in three stages, so that the expensive part is spread over 
 
 1. ``items()``: the episodes / environments, built once, identically on every rank (deterministic);
 2. ``generate(model, processor, items)``: run the model on this rank's shard; returns picklable records
-   (``{"id", "responses"}`` per episode, ``{"id", "success", "turns", ...}`` per environment, ``{"id", "answer",
-   ...}`` per OEG question);
+   (``{"id", "responses"}`` per episode, or ``{"id", "failed": reason}`` for an episode whose video could not be
+   played; ``{"id", "success", "turns", ...}`` per environment, ``{"id", "answer", ...}`` per OEG question);
 3. ``score(records, out_dir)``: on the main process, on the gathered records of every rank: the metrics of the
    benchmark scorers (`proactive_eval.metrics`, the code the rewards share, STYLE.md #4) and the report files.
 
 Metric names are flat (``prs_b``, ``atomic/prs_b``, ``pauc_w0.5``, ``acc``); numbers are × 100 as in the papers.
+Streaming evaluators also log ``coverage`` (scored / total episodes, per task too) and ``failed_episodes``: an
+episode whose video is missing, truncated or undecodable is skipped and named (``on_error: raise`` stops instead),
+and its turns are classified by the one rule the rewards use (docs/spec.md §13).
 """
 
 from __future__ import annotations
@@ -55,13 +58,15 @@ def _jsonl(rows: list[dict]) -> str:
 
 
 def _fmt_items(items) -> str:
-    return "; ".join(f"{float(t):.1f}s {text}" for t, text in items)
+    return "; ".join(f"{float(t):.1f}s {text}" for t, text, *_ in items)
 
 
 class Evaluator:
     """Base class; see the module docstring."""
 
     SAMPLE_COLUMNS = ["evaluator", "id", "task", "targets", "responses", "score"]
+    #: generate() stores each finished item through its `writer`, so an interrupted run can resume
+    resumable = False
 
     def __init__(self, config: EvaluatorConfig, progress: bool = False, log_samples: int = 4):
         self.config, self.name = config, config.name
@@ -78,7 +83,9 @@ class Evaluator:
     def _load(self) -> list:
         raise NotImplementedError
 
-    def generate(self, model, processor, items: list) -> list[dict]:
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        """Records of this rank's `items`; `writer` (a `PredictionWriter`, streaming evaluators) receives each
+        finished episode as it ends, for a resumable run."""
         raise NotImplementedError
 
     def score(self, records: list[dict], out_dir: Path | None, plots: bool = True) -> Scored:
@@ -86,40 +93,68 @@ class Evaluator:
 
 
 class _StreamingEvaluator(Evaluator):
+    resumable = True
+
     def _load(self) -> list:
         from proactive_rl.data import load_mixture
 
         episodes, _ = load_mixture(self.config.episodes)
         return episodes
 
-    def generate(self, model, processor, items: list) -> list[dict]:
-        from proactive_eval.streaming import run_episode
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        from proactive_eval.streaming import episode_errors, run_episode
         from proactive_rl.data.frames import frames_of
         from proactive_rl.evaluation.policy import model_policy
 
         policy = model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
+        unplayable = episode_errors()
         records = []
         for episode in items:
-            responses = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
-            records.append({"id": episode.id, "responses": [(r.time, r.text) for r in responses]})
+            try:
+                outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
+            except unplayable as err:
+                if self.config.on_error == "raise":
+                    raise
+                logger.warning("evaluator %r: episode %r not played: %s", self.name, episode.id, err)
+                records.append({"id": episode.id, "failed": str(err)})
+                continue
+            if writer is not None:
+                writer.write(episode.id, outputs)
+            records.append({"id": episode.id, "responses": [(r.time, r.text, r.malformed) for r in outputs]})
         return records
 
-    def _predictions(self, records: list[dict], out_dir: Path | None) -> dict[str, list]:
+    def _predictions(self, records: list[dict], out_dir: Path | None) -> tuple[dict[str, list], dict[str, str]]:
+        """``(episode id → outputs, episode id → failure reason)``; the outputs are written to
+        ``predictions.jsonl`` first (a judge that is down must not lose what the model said)."""
         from proactive_eval.predictions import atomic_write_text, prediction_line
         from proactive_rewards import Response
 
-        predictions = {r["id"]: [Response(float(t), text) for t, text in r["responses"]] for r in records}
+        failed = {r["id"]: r["failed"] for r in records if "failed" in r}
+        predictions = {
+            r["id"]: [Response(float(t), text, bool(malformed)) for t, text, malformed in r["responses"]]
+            for r in records
+            if "failed" not in r
+        }
         if out_dir is not None:
-            # Written before scoring: a judge that is down must not lose what the model said.
             order = [e.id for e in self.items() if e.id in predictions]
             text = "".join(prediction_line(eid, predictions[eid]) for eid in order)
             atomic_write_text(out_dir / "predictions.jsonl", text)
-        return predictions
+        return predictions, failed
+
+    def _coverage(self, results: dict, key: str, metrics: dict[str, float]) -> None:
+        """``coverage`` (scored / total) and ``failed_episodes`` next to the metrics, overall and per group."""
+        rows = [("", results[key]["overall"])] + [(f"{g}/", r) for g, r in results[key]["groups"].items()]
+        for prefix, row in rows:
+            scored, total = (int(x) for x in row["coverage"].split("/"))
+            metrics[f"{prefix}coverage"] = scored / total if total else 0.0
+        metrics["failed_episodes"] = float(results[key]["overall"]["failed_episodes"])
 
     def _samples(self, predictions: dict, scores: dict[str, float]) -> list[list[Any]]:
         rows = []
         for episode in self.items()[: self.log_samples]:
-            responses = [(r.time, r.text) for r in predictions.get(episode.id, [])]
+            responses = [
+                (r.time, ("(malformed) " if r.malformed else "") + r.text) for r in predictions.get(episode.id, [])
+            ]
             targets = [(t.time, t.text) for t in episode.targets]
             rows.append([self.name, episode.id, episode.task, _fmt_items(targets), _fmt_items(responses)])
             rows[-1].append(scores.get(episode.id))
@@ -127,25 +162,42 @@ class _StreamingEvaluator(Evaluator):
 
 
 class PRSEvaluator(_StreamingEvaluator):
-    """Streaming PRS-U / PRS-B on held-out episodes (docs/spec.md §4, P³I §4)."""
+    """Streaming PRS-U / PRS-B on held-out episodes (docs/spec.md §4, P³I §4). Free-text tasks (intervention) take
+    their content score from the ``judge`` block, as the intervention reward does by default (token-F1); the
+    summary names the scorer of every task."""
+
+    def content_scorers(self):
+        from proactive_eval.metrics.content import JudgeScorer, content_scorers
+
+        judge = self.config.judge
+        if judge.get("type", "rule") == "rule":
+            return content_scorers(f"rule:{judge.get('kind', 'token_f1')}")
+        return content_scorers(JudgeScorer(make_judge(judge), f"openai:{judge['model']}@{judge['base_url']}"))
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_prs
-        from proactive_eval.report import build_results, write_report
+        from proactive_eval.report import build_results, failure_rows, write_report
 
-        predictions = self._predictions(records, out_dir)
-        episodes = self.items()
-        report = score_prs(episodes, predictions, alpha=self.config.alpha)
-        summary = report.summary()
+        predictions, failed = self._predictions(records, out_dir)
+        episodes = [e for e in self.items() if e.id not in failed]
+        scorers = self.content_scorers()
+        report = score_prs(episodes, predictions, alpha=self.config.alpha, content_scorer=scorers)
+        results = build_results(prs=report, failures=failure_rows(failed, self.items()))
+        summary = {**results["prs"], "failures": results["failures"]}
+        judge = next((s.judge for s in scorers.values() if hasattr(s, "judge")), None)
+        if judge is not None:
+            summary["judge_stats"] = judge.stats.as_dict()
         metrics = {k: summary["overall"][k] for k in _PRS_KEYS if summary["overall"].get(k) is not None}
         for task, stats in summary["groups"].items():
-            metrics[f"{task}/prs_b"] = stats["prs_b"]
+            if stats.get("prs_b") is not None:
+                metrics[f"{task}/prs_b"] = stats["prs_b"]
+        self._coverage(results, "prs", metrics)
         scored = Scored(metrics, summary)
         per_episode = {e.episode_id: 100 * e.results["B"].score for e in report.episodes}
         scored.samples = self._samples(predictions, per_episode)
         if out_dir is not None:
             written = write_report(
-                out_dir, build_results(prs=report), prs=report, episodes=episodes, predictions=predictions, plots=plots
+                out_dir, results, prs=report, episodes=episodes, predictions=predictions, plots=plots
             )
             scored.files = {k: str(v) for k, v in written.items()}
         return scored
@@ -170,16 +222,18 @@ class PAUCEvaluator(_StreamingEvaluator):
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_pauc
-        from proactive_eval.report import build_results, write_report
+        from proactive_eval.report import build_results, failure_rows, write_report
 
-        predictions = self._predictions(records, out_dir)
-        episodes = self.items()
+        predictions, failed = self._predictions(records, out_dir)
+        episodes = [e for e in self.items() if e.id not in failed]
         judge = self.judge()
         result = score_pauc(episodes, predictions, judge, progress=self.progress)
-        summary = result.summary()
+        results = build_results(pauc=result, failures=failure_rows(failed, self.items()))
+        summary = {**results["pauc"], "failures": results["failures"]}
         overall = summary["overall"]
-        metrics = {f"pauc_w{o}": overall[f"omega={o}"] for o in result.omegas}
-        metrics["answered_turns"] = float(overall["answered_turns"])
+        metrics = {f"pauc_w{o}": overall.get(f"omega={o}", 0.0) for o in result.omegas}
+        metrics["answered_turns"] = float(overall.get("answered_turns", 0))
+        self._coverage(results, "pauc", metrics)
         summary["judge_stats"] = judge.stats.as_dict()
         scored = Scored(metrics, summary)
         per_episode: dict[str, list[float]] = {}
@@ -189,7 +243,7 @@ class PAUCEvaluator(_StreamingEvaluator):
         if out_dir is not None:
             written = write_report(
                 out_dir,
-                build_results(pauc=result),
+                results,
                 pauc=result,
                 episodes=episodes,
                 predictions=predictions,
@@ -216,10 +270,16 @@ class MCQAEvaluator(Evaluator):
             else:
                 from proactive_rl.data.mcqa import proactivebench_environments
 
-                envs += proactivebench_environments(spec["path"], spec.get("dataset"), spec.get("data_dir"))
+                envs += proactivebench_environments(
+                    spec["path"],
+                    spec["dataset"],
+                    spec.get("data_dir"),
+                    protocol=self.config.protocol,
+                    skip=self.config.skip,
+                )
         return envs
 
-    def generate(self, model, processor, items: list) -> list[dict]:
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
         from proactive_eval.environments import run_environment
         from proactive_rl.evaluation.policy import mcqa_answer_fn
 
@@ -242,6 +302,7 @@ class MCQAEvaluator(Evaluator):
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.environments import proactivebench_summary
+        from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
         from proactive_eval.predictions import atomic_write_text
 
         summary = dict(proactivebench_summary(records))
@@ -249,6 +310,8 @@ class MCQAEvaluator(Evaluator):
         for r in records:
             groups.setdefault(r["dataset"] or "all", []).append(r)
         summary["groups"] = {g: proactivebench_summary(rs) for g, rs in sorted(groups.items())}
+        report = mcqa_results(records, self._protocol(), self.config.skip)
+        summary["protocol"] = report["protocol"]  # which benchmark, and the samples scored per dataset
         metrics = {"acc": float(summary["acc"]), "ps": float(summary["ps"])}
         if len(groups) > 1:
             for g, s in summary["groups"].items():
@@ -261,8 +324,13 @@ class MCQAEvaluator(Evaluator):
         if out_dir is not None:
             path = out_dir / "outcomes.jsonl"
             atomic_write_text(path, _jsonl(records))
-            scored.files = {"outcomes": str(path)}
+            atomic_write_text(out_dir / "report.md", mcqa_markdown(report, f"MCQA: {self.name}"))
+            scored.files = {"outcomes": str(path), "report": str(out_dir / "report.md")}
         return scored
+
+    def _protocol(self) -> str | None:
+        """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
+        return self.config.protocol if any("path" in s for s in self.config.environments) else None
 
 
 class OEGEvaluator(Evaluator):
@@ -276,9 +344,16 @@ class OEGEvaluator(Evaluator):
         from proactive_rl.data.mcqa import proactivebench_environments
 
         specs = self.config.environments
-        return [e for s in specs for e in proactivebench_environments(s["path"], s.get("dataset"), s.get("data_dir"))]
+        protocol, skip = self.config.protocol, self.config.skip
+        return [
+            e
+            for s in specs
+            for e in proactivebench_environments(
+                s["path"], s["dataset"], s.get("data_dir"), protocol=protocol, skip=skip
+            )
+        ]
 
-    def generate(self, model, processor, items: list) -> list[dict]:
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
         from proactive_eval.oeg import oeg_question, oeg_valid_answers
         from proactive_rl.evaluation.policy import image_answer_fn, observation_image
 
@@ -295,6 +370,7 @@ class OEGEvaluator(Evaluator):
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
+        from proactive_eval.formats.proactivebench_protocol import protocol_line, protocol_summary
         from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
         from proactive_eval.metrics import oeg_judgment, oeg_summary
         from proactive_eval.predictions import atomic_write_text
@@ -309,6 +385,8 @@ class OEGEvaluator(Evaluator):
         for row in rows:
             groups.setdefault(row["dataset"], []).append(row)
         summary = {**oeg_summary(rows), "groups": {g: oeg_summary(rs) for g, rs in sorted(groups.items())}}
+        counts = {g: s["n"] for g, s in summary["groups"].items()}
+        summary["protocol"] = protocol_summary(self.config.protocol, counts, self.config.skip)
         summary["judge_stats"] = judge.stats.as_dict()
         keys = ("agg", "acc", "ps")
         metrics = {k: float(summary[k]) for k in keys}
@@ -324,7 +402,8 @@ class OEGEvaluator(Evaluator):
                 f"| {g} | {s['n']} | {s['agg']:.1f} | {s['acc']:.1f} | {s['ps']:.1f} |"
                 for g, s in summary["groups"].items()
             ]
-            atomic_write_text(out_dir / "report.md", f"# OEG: {self.name}\n\n" + "\n".join(table) + "\n")
+            head = f"# OEG: {self.name}\n\n{protocol_line(summary['protocol'])}\n\n"
+            atomic_write_text(out_dir / "report.md", head + "\n".join(table) + "\n")
             names = {"predictions": "predictions.jsonl", "judgments": "judgments.jsonl", "report": "report.md"}
             scored.files = {k: str(out_dir / f) for k, f in names.items()}
         return scored
