@@ -35,7 +35,14 @@ from functools import lru_cache
 import numpy as np
 
 from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
-from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT, ground_truth_texts, user_content
+from proactive_rl.chat import (
+    DEFAULT_SYSTEM_PROMPT,
+    TIMESTAMP_FORMAT,
+    ground_truth_texts,
+    render_text,
+    turn_markers,
+    user_content,
+)
 from proactive_rl.data.frames import frames_of
 from proactive_rl.grpo.streaming.windows import RolloutWindow
 from proactive_rl.streaming import SamplingParams, StreamingSession, TurnOutput
@@ -133,7 +140,7 @@ def plan_window(window: RolloutWindow, frames: list[tuple[float, np.ndarray]] | 
 
 
 class DialogueText:
-    """Turn texts through a processor's chat template (Qwen templates are turn-separable, see `proactive_rl.chat`).
+    """Turn texts of a dialogue, as `proactive_rl.chat` renders them (TRL's prompts and completions are text).
 
     Args:
         processor (`ProcessorMixin`): a Qwen-VL processor with a chat template.
@@ -141,52 +148,30 @@ class DialogueText:
     """
 
     def __init__(self, processor, timestamp_format: str = TIMESTAMP_FORMAT):
-        from transformers.utils.chat_template_utils import render_jinja_template
-
-        self._render_jinja = render_jinja_template
+        self.processor = processor
         self.template = processor.chat_template
-        if not self.template:
-            raise ValueError(f"{type(processor).__name__} has no chat template; set processor.chat_template")
-        tokenizer = getattr(processor, "tokenizer", processor)
-        self.kwargs = dict(tokenizer.special_tokens_map)
         self.timestamp_format = timestamp_format
-        self._base = [{"role": "system", "content": [{"type": "text", "text": "S"}]}]
-        self._base_text = self._render(self._base)
         #: the text that opens an assistant turn (``<|im_start|>assistant\n``): the decoding prompt
-        self.header = self._render(self._base, add_generation_prompt=True)[len(self._base_text) :]
+        self.header, self.end_of_turn = turn_markers(processor)
         probe = self.assistant("X")
         if not probe.startswith(self.header + "X"):
             raise ValueError("the chat template does not open assistant turns with its generation prompt")
-        self.end_of_turn = "<|im_end|>" if "<|im_end|>" in tokenizer.get_vocab() else tokenizer.eos_token
         #: the stop token ends a decoded turn; this is what the template puts after it (Qwen: a newline)
         self.after_stop = probe[len(self.header) + 1 :].split(self.end_of_turn, 1)[-1]
         self.user = lru_cache(maxsize=4096)(self._user)
 
-    def _render(self, messages: list[dict], add_generation_prompt: bool = False) -> str:
-        rendered, _ = self._render_jinja(
-            conversations=[messages],
-            chat_template=self.template,
-            add_generation_prompt=add_generation_prompt,
-            **self.kwargs,
-        )
-        return rendered[0]
-
-    def _turn(self, message: dict) -> str:
-        text = self._render(self._base + [message])
-        if not text.startswith(self._base_text):
-            raise ValueError("the chat template does not render a conversation turn by turn")
-        return text[len(self._base_text) :]
+    def _text(self, role: str, content: list[dict]) -> str:
+        return render_text(self.processor, {"role": role, "content": content})
 
     def system(self, prompt: str = DEFAULT_SYSTEM_PROMPT) -> str:
-        return self._render([{"role": "system", "content": [{"type": "text", "text": prompt}]}])
+        return self._text("system", [{"type": "text", "text": prompt}])
 
     def _user(self, time: float, n_frames: int, instruction: str | None, user_text: str) -> str:
         content = user_content(time, [None] * n_frames, instruction, user_text, self.timestamp_format)
-        content = [{"type": "image"} if item.get("type") == "image" else item for item in content]
-        return self._turn({"role": "user", "content": content})
+        return self._text("user", [{"type": "image"} if item.get("type") == "image" else item for item in content])
 
     def assistant(self, text: str) -> str:
-        return self._turn({"role": "assistant", "content": [{"type": "text", "text": text}]})
+        return self._text("assistant", [{"type": "text", "text": text}])
 
 
 _TEXTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
