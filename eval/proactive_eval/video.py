@@ -234,6 +234,12 @@ def write_video(
     Frame k gets timestamp ``k / fps``, so a decoder sampling at `fps` sees each frame once. The file is written
     next to `path` and renamed into place, so an interrupted run never leaves a truncated video behind.
 
+    The same frames write the same bytes on every run and every machine (docs/spec.md §10): the encoder runs on
+    one thread with x264's plain-C kernels (``no-asm``). With its AVX-512 kernels, encoding the same frames
+    twice gave different bitstreams on a loaded machine (45 of 150 encodes of one episode; 0 of 150 with AVX2 or
+    plain C), and the SIMD level and the thread count each change the bitstream between machines. Plain C costs
+    ~2× encoding time, negligible at the synthetic world's 64 px.
+
     Args:
         path (`str` or `Path`): the output file.
         frames (`Iterable[np.ndarray]`): the frames, all the same even-sided size.
@@ -266,11 +272,14 @@ def write_video(
                     stream = container.add_stream(codec, rate=rate)
                     stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
                     stream.time_base = 1 / rate
+                    # One thread: the implicit RGB -> yuv420p conversion and x264 follow the codec's thread count.
+                    stream.codec_context.thread_count = 1
                     if keyframe_interval is not None:
                         stream.codec_context.gop_size = int(keyframe_interval)
                     if codec == "libx264":
-                        stream.options = {"crf": str(crf), "preset": "veryfast"}
+                        stream.options = {"crf": str(crf), "preset": "veryfast", "x264-params": "no-asm=1"}
                     else:
+                        stream.options = {"flags": "+bitexact"}  # FFmpeg's own DSP: its bit-exact C paths
                         stream.bit_rate = 4_000_000
                 video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
                 video_frame.pts = k
