@@ -234,11 +234,11 @@ def write_video(
     Frame k gets timestamp ``k / fps``, so a decoder sampling at `fps` sees each frame once. The file is written
     next to `path` and renamed into place, so an interrupted run never leaves a truncated video behind.
 
-    The same frames write the same bytes on every run and every machine (docs/spec.md §10): the encoder runs on
-    one thread with x264's plain-C kernels (``no-asm``). With its AVX-512 kernels, encoding the same frames
-    twice gave different bitstreams on a loaded machine (45 of 150 encodes of one episode; 0 of 150 with AVX2 or
-    plain C), and the SIMD level and the thread count each change the bitstream between machines. Plain C costs
-    ~2× encoding time, negligible at the synthetic world's 64 px.
+    The same frames write the same bytes on every run (docs/spec.md §10): the encoder runs on one thread with
+    x264's plain-C kernels (``no-asm``). With its AVX-512 kernels, encoding the same frames twice gave different
+    bitstreams on a loaded machine (45 of 150 encodes of one episode; 0 of 150 with AVX2 or plain C); the SIMD
+    level and the thread count also change the bitstream between machines, which plain C on one thread rules out
+    for one PyAV build (verified on one machine only). Plain C costs ~2× encoding time, negligible at 64 px.
 
     Args:
         path (`str` or `Path`): the output file.
