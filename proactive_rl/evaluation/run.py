@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.evaluation.evaluators import Evaluator
+from proactive_rl.evaluation.base import Evaluator
 from proactive_rl.evaluation.policy import generation_model
 
 logger = logging.getLogger(__name__)

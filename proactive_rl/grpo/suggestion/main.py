@@ -266,44 +266,20 @@ def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) 
 # --- evaluation ------------------------------------------------------------------------------------------
 
 
-def evaluate(model, processor, sources: list[EnvironmentSource], hint: bool = False, suppress=None, max_new_tokens=16):
-    """Greedy ``acc`` / ``ps`` over held-out environments (docs/spec.md §6) through `proactive_eval.run_environment`."""
-    import torch
-    from PIL import Image
+def held_out_evaluator(script_args: SuggestionScriptArguments, max_new_tokens: int):
+    """The MCQA evaluator (`proactive_rl.evaluation`) of the held-out environments: greedy ``acc`` / ``ps``
+    (docs/spec.md §6) with the trainer's prompt (``hint``) and decoding (``answer_letters_only``)."""
+    from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator
 
-    from proactive_eval.environments import proactivebench_summary, run_environment
-    from proactive_rl.data.mcqa import mcqa_messages
-
-    was_training = model.training
-    model.eval()
-    outcomes = []
-
-    def policy_for(env):
-        hint_text = getattr(env, "hint", "") if hint else ""
-
-        @torch.no_grad()
-        def policy(observation):
-            image = observation.image
-            if observation.image_path is not None and image.shape[:2] == (1, 1):
-                image = Image.open(observation.image_path).convert("RGB")
-            else:
-                image = Image.fromarray(image)
-            messages = mcqa_messages(observation, hint_text)
-            text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            inputs = processor(text=[text], images=[image], return_tensors="pt").to(model.device)
-            out = model.generate(
-                **inputs, max_new_tokens=max_new_tokens, do_sample=False, suppress_tokens=suppress, use_cache=True
-            )
-            return processor.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
-
-        return policy
-
-    for src in sources:
-        for env in src.build(hint):
-            outcomes.append(run_environment(env, policy_for(env)))
-    model.train(was_training)
-    summary = proactivebench_summary(outcomes)
-    return {**summary, "outcomes": [o.outcomes for o in outcomes]}
+    config = EvaluatorConfig(
+        type="mcqa",
+        name="mcqa",
+        max_new_tokens=max_new_tokens,
+        hint=script_args.hint,
+        answer_letters_only=script_args.answer_letters_only,
+    )
+    envs = [env for src in script_args.eval_environments for env in src.build(script_args.hint)]
+    return MCQAEvaluator(config, items=envs)
 
 
 # --- entry points ----------------------------------------------------------------------------------------
@@ -359,22 +335,14 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
 
 
 def _evaluate_trainer(trainer, script_args: SuggestionScriptArguments, max_new_tokens: int) -> dict | None:
+    """``{"acc", "ps", "n"}`` of the held-out environments, on every rank (`evaluate_model`: sharded, ZeRO-3 safe)."""
     if not script_args.eval_environments:
         return None
-    if trainer.accelerator.num_processes > 1:
-        # Environments take different numbers of turns per rank, so sharded parameters (ZeRO-3) would hang in
-        # `generate`; evaluate the saved model instead (`proactive-rl eval`).
-        logger.warning("eval_environments: skipped with %d processes", trainer.accelerator.num_processes)
-        return None
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    return evaluate(
-        model,
-        trainer.processing_class,
-        script_args.eval_environments,
-        script_args.hint,
-        trainer.suppress_tokens,
-        max_new_tokens,
-    )
+    from proactive_rl.evaluation import evaluate_model
+
+    evaluator = held_out_evaluator(script_args, max_new_tokens)
+    results = evaluate_model(trainer.model, trainer.processing_class, [evaluator], trainer=trainer, fail_fast=True)
+    return dict(results["evaluators"][evaluator.name]["summary"])
 
 
 def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
