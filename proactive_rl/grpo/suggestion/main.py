@@ -138,7 +138,9 @@ class SuggestionScriptArguments:
               - {source: synthetic, kind: sketch, num_envs: 64, seed: 0}
               - {source: data/QuickDraw/train.jsonl, dataset: QD}
         eval_environments (`list`, *optional*): held-out environments, played greedily before and after training
-            (``acc``, ``ps``; docs/spec.md §6), written to ``<output_dir>/mcqa_eval.json``.
+            by the MCQA evaluator of `proactive_rl.evaluation` with this run's ``hint`` and ``answer_letters_only``
+            (``acc``, ``ps``; docs/spec.md §6), written to ``<output_dir>/mcqa_eval.json`` (per-environment
+            outcomes in ``<output_dir>/mcqa_eval/{before,after}/``).
         r_p (`float`, *optional*, defaults to `0.5`): reward of a valid proactive suggestion (paper: 0.5/0.75/1.0).
         hint (`bool`, *optional*, defaults to `False`): add the dataset's hint to each question (ProactiveBench §4.3).
         answer_letters_only (`bool`, *optional*, defaults to `False`): sample (and evaluate) only option-letter
@@ -334,14 +336,20 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
     return trainer
 
 
-def _evaluate_trainer(trainer, script_args: SuggestionScriptArguments, max_new_tokens: int) -> dict | None:
-    """``{"acc", "ps", "n"}`` of the held-out environments, on every rank (`evaluate_model`: sharded, ZeRO-3 safe)."""
+def _evaluate_trainer(trainer, script_args: SuggestionScriptArguments, max_new_tokens: int, when: str) -> dict | None:
+    """``{"acc", "ps", "n", ...}`` of the held-out environments, on every rank (`evaluate_model`: sharded, ZeRO-3
+    safe); its results and per-environment outcomes go to ``<output_dir>/mcqa_eval/<when>/``."""
     if not script_args.eval_environments:
         return None
+    from pathlib import Path
+
     from proactive_rl.evaluation import evaluate_model
 
     evaluator = held_out_evaluator(script_args, max_new_tokens)
-    results = evaluate_model(trainer.model, trainer.processing_class, [evaluator], trainer=trainer, fail_fast=True)
+    out = Path(trainer.args.output_dir) / "mcqa_eval" / when
+    results = evaluate_model(
+        trainer.model, trainer.processing_class, [evaluator], out_dir=out, trainer=trainer, fail_fast=True
+    )
     return dict(results["evaluators"][evaluator.name]["summary"])
 
 
@@ -349,9 +357,9 @@ def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, mode
     """Evaluate (held-out, if given), train, evaluate again, save (open-r1 style entry point)."""
     trainer = build_trainer(script_args, training_args, model_args)
     max_new = training_args.max_completion_length or 16
-    before = _evaluate_trainer(trainer, script_args, max_new) if script_args.eval_before else None
+    before = _evaluate_trainer(trainer, script_args, max_new, "before") if script_args.eval_before else None
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    after = _evaluate_trainer(trainer, script_args, max_new)
+    after = _evaluate_trainer(trainer, script_args, max_new, "after")
     reports = {}
     if after is not None:
         reports["mcqa_eval.json"] = {
