@@ -1,4 +1,4 @@
-"""The ProactiveBench evaluators: MCQA environments (``acc`` / ``ps``) and open-ended generation (OEG), docs/spec.md §6.
+"""The ProactiveBench evaluators (docs/spec.md §6): MCQA environments (``acc`` / ``ps``) and open-ended generation.
 
 Both answer through `proactive_rl.evaluation.policy.image_answer_fn`: the observation's image and question in
 one user turn, rendered by the processor's chat template exactly as the suggestion trainer's rows are
@@ -144,8 +144,8 @@ class MCQAEvaluator(Evaluator):
 
 @register_evaluator("oeg")
 class OEGEvaluator(Evaluator):
-    """ProactiveBench open-ended generation (docs/spec.md §6; ProactiveBench §3.1, App. B, Tables 8-9): one free-form answer
-    per environment, to its first image and its question without options (`proactive_eval.oeg`), judged against
+    """ProactiveBench open-ended generation (docs/spec.md §6; ProactiveBench §3.1, App. B, Tables 8-9): one
+    free-form answer per environment, to its first image and its question without options (`proactive_eval.oeg`), judged against
     the valid answers; ``agg`` / ``acc`` (category) / ``ps`` are rates × 100, overall and per dataset."""
 
     SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answer", "valid_answers", "judge", "aggregate"]
