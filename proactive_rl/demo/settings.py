@@ -18,7 +18,7 @@ PAUC_TASK = "pvqa"
 # (read from recipes/tiny/grpo_suggestion.yaml, so the held-out split the demo writes always matches what that stage
 # trains on): the "merge" corruption, whose states have an exact best-guess accuracy, so that a randomly initialised
 # xs model (4 vision tokens per image) learns both the categories and when to ask in CPU-minutes (see the recipe and
-# proactive_rl/experiments/suggestion_sweep.py). With the standard environments it learned neither.
+# experiments/suggestion_sweep.py). With the standard environments it learned neither.
 _KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size")
 
 
