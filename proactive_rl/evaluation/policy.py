@@ -54,6 +54,9 @@ def image_answer_fn(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKE
                     do_sample=False,
                     suppress_tokens=suppress_tokens,
                     use_cache=True,
+                    # The weights are whole here (`generation_model`); transformers would otherwise step in lockstep
+                    # with the other ranks under ZeRO-3, and ranks answering different numbers of turns would hang.
+                    synced_gpus=False,
                 )
         finally:
             if was_training:
