@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # rebuilt, under a lock, by every venv with other include paths).
 export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/$(VENV)/torch_extensions
 
-.PHONY: install test test-fast lint format demo demo-quick bench clean
+.PHONY: install test test-fast lint format demo demo-quick bench clean crosscheck-env
 
 install: $(STAMP)
 
@@ -44,6 +44,15 @@ demo-quick: install
 
 bench: install
 	$(PY) benchmarks/run_all.py
+
+# The authors' ProactiveBench package (Python >= 3.12) for tests/eval/test_authors_crosscheck.py, which skips
+# without it. Any Python >= 3.12 on the machine will do (PY312=... to choose one).
+PY312 ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.1[2-9]*/bin/python3; do \
+	$$p -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null && echo $$p && break; done)
+crosscheck-env:
+	@test -n "$(PY312)" || (echo "no Python >= 3.12 found; set PY312=/path/to/python3.12" && exit 1)
+	$(PY312) -m venv .cache/proactivebench-py312
+	.cache/proactivebench-py312/bin/pip install -q --no-deps proactivebench==0.1.1 jsonlines attrs pillow
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

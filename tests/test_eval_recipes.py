@@ -53,7 +53,10 @@ def _stand_in(evaluator, data_dir: Path):
         if evaluator.type == "oeg":
             envs = [_exported(kind, data_dir)]
         judge = {"type": "rule", "kind": "token_f1"} if evaluator.type == "oeg" else evaluator.judge
-        return dataclasses.replace(evaluator, environments=envs, max_items=1, max_new_tokens=2, judge=judge)
+        # Synthetic stand-ins are not samples of the filtered benchmark: the unfiltered protocol reads them.
+        return dataclasses.replace(
+            evaluator, environments=envs, max_items=1, max_new_tokens=2, judge=judge, protocol="unfiltered"
+        )
     sources = []
     for src in evaluator.episodes:
         task = Path(src.source).stem if Path(src.source).stem in TASKS else "pvqa"

@@ -3,6 +3,7 @@
     proactive-eval score --episodes anno.json --predictions preds.jsonl --judge rule:token_f1 --out report/
     proactive-eval run --episodes eps.json --policy openai:Qwen2.5-VL-7B@http://localhost:8000/v1 --out run/
     proactive-eval convert --from pvqa WEB/anno.json --out web_episodes.json
+    proactive-eval mcqa --data-dir ProactiveBench/test --policy replay:answers.jsonl --out pb/   # filtered benchmark
 
 Episodes of task ``pvqa`` are scored with PAUC (a judge is needed: a rule scorer, or any OpenAI-compatible
 server); every other task with PRS-U / PRS-B.
@@ -291,6 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output file (episodes JSON; normalised JSONL for proactivebench)")
     p.add_argument("--on-error", default="raise", choices=("raise", "skip"), help="bad records: stop or skip")
     p.set_defaults(func=cmd_convert)
+
+    from proactive_eval.mcqa_cli import add_parser as add_mcqa
+
+    add_mcqa(sub)
     return parser
 
 

@@ -10,8 +10,9 @@ outcomes into ``acc`` and ``ps``.
 :class:`ProactiveBenchEnvironment` reads the authors' JSONL records and image folders, for the image-sequence
 scenarios ROD, VSOD, MVP-N, ImageNet-C, QuickDraw and ChangeIt; the transitions follow the authors'
 ``environment.py``. Records are validated by :func:`proactive_eval.formats.proactivebench.parse_record`, the
-same schema `load_proactivebench` uses. (MS-COCO environments crop one image instead of walking a sequence: not
-here.)
+same schema `load_proactivebench` uses. MS-COCO environments crop one image instead of walking a sequence:
+`proactive_eval.coco_environment.COCOEnvironment`; `load_environments` and `make_environment` build either.
+`load_environments` reads the paper's filtered benchmark by default (`proactive_eval.formats.proactivebench_protocol`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from proactive_eval.formats.proactivebench import ProactiveBenchRecord, parse_record
+from proactive_eval.mcqa_types import MCQAObservation, StepResult
 from proactive_eval.metrics.proactivebench import classify_answer, dataset_key, proactivebench_summary
 from proactive_eval.records import EpisodeError, EpisodeList, collect, read_records
 
@@ -35,40 +37,11 @@ __all__ = [
     "ProactiveBenchEnvironment",
     "StepResult",
     "load_environments",
+    "make_environment",
     "mcqa_prompt",
     "proactivebench_summary",
     "run_environment",
 ]
-
-
-@dataclass
-class MCQAObservation:
-    """What the policy sees at one MCQA step.
-
-    Args:
-        image (`np.ndarray`): the current image, ``H×W×3`` uint8.
-        prompt (`str`): the question (with the dataset's pre-prompt and optional hint).
-        options (`list[str]`): the lettered options: the actions shown, then the categories.
-        valid_actions (`list[str]`): the actions that are valid proactive suggestions now (for rewards / oracles).
-        step (`int`): 0-based turn index.
-        image_path (`str`, *optional*): where the image came from.
-    """
-
-    image: np.ndarray
-    prompt: str
-    options: list[str]
-    valid_actions: list[str]
-    step: int
-    image_path: str | None = None
-
-
-@dataclass
-class StepResult:
-    """The result of one answer: the next observation (`None` when done), the outcome, and whether it ended."""
-
-    observation: MCQAObservation | None
-    outcome: str
-    done: bool
 
 
 @runtime_checkable
@@ -282,6 +255,22 @@ class ProactiveBenchEnvironment:
         )
 
 
+def make_environment(
+    record: dict[str, Any] | ProactiveBenchRecord,
+    dataset: str,
+    data_dir: str | Path,
+    hint: bool = False,
+    load_images: bool = True,
+    file: str | None = None,
+) -> MCQAEnvironment:
+    """The environment of one record: `COCOEnvironment` for MS-COCO, `ProactiveBenchEnvironment` otherwise."""
+    if dataset_key(dataset) == "COCO":
+        from proactive_eval.coco_environment import COCOEnvironment
+
+        return COCOEnvironment(record, data_dir, hint=hint, load_images=load_images, file=file)
+    return ProactiveBenchEnvironment(record, dataset, data_dir, hint, load_images, file)
+
+
 def load_environments(
     path: str | Path,
     dataset: str,
@@ -289,27 +278,47 @@ def load_environments(
     hint: bool = False,
     load_images: bool = True,
     on_error: str = "raise",
+    protocol: str = "filtered",
+    skip: dict[str, Any] | None = None,
 ) -> EpisodeList:
-    """One environment per record of a ProactiveBench JSONL file (``<dataset>_preprocessed.jsonl``).
+    """One environment per benchmark record of a ProactiveBench JSONL file (``<dataset>_preprocessed.jsonl``).
 
     Args:
         path (`str` or `Path`): the JSONL file (or a JSON list).
-        dataset (`str`): the dataset acronym or folder name (see :class:`ProactiveBenchEnvironment`).
+        dataset (`str`): the dataset acronym or folder name (``ROD`` .. ``CIT``, or ``COCO``).
         data_dir (`str` or `Path`, *optional*): the image root; defaults to the file's folder.
         hint, load_images: as in :class:`ProactiveBenchEnvironment`.
         on_error (`str`, *optional*, defaults to `"raise"`): ``"skip"`` drops bad records (listed in ``.skipped``).
+        protocol (`str`, *optional*, defaults to `"filtered"`): the paper's filtered benchmark (Table 1), or
+            ``"unfiltered"`` (Table 4); see `proactive_eval.formats.proactivebench_protocol`.
+        skip (`dict`, *optional*): the authors' skip arguments (default ``{"strong_occlusions": False}``).
 
     Returns:
-        `EpisodeList` of `ProactiveBenchEnvironment` (a list; ``.skipped`` holds the errors of skipped records).
+        `EpisodeList` of environments (a list; ``.skipped`` holds the errors of skipped records, ``.selection``
+        the protocol's counts: records in the file, skipped, filtered out).
     """
+    from proactive_eval.formats.proactivebench_protocol import select_benchmark
+
     path = Path(path)
-    _sequence_dataset(dataset)  # fail on a bad dataset before reading anything
+    key = dataset_key(dataset)
+    if key != "COCO":
+        _sequence_dataset(dataset)  # fail on a bad dataset before reading anything
     root = data_dir if data_dir is not None else path.parent
+    selection = select_benchmark(read_records(path), key, protocol, skip)
+    if selection.in_file and not selection.records and selection.filtered_out:
+        raise EpisodeError(
+            f"the {protocol} ProactiveBench keeps none of its {selection.in_file} records: their ids are not the "
+            f"benchmark's {key} ids; for other data (e.g. synthetic exports) pass protocol='unfiltered'",
+            file=str(path),
+        )
 
-    def make(record: Any, index: int) -> ProactiveBenchEnvironment:
-        return ProactiveBenchEnvironment(record, dataset, root, hint, load_images, file=str(path))
+    def make(record: Any, index: int) -> MCQAEnvironment:
+        return make_environment(record, key, root, hint, load_images, file=str(path))
 
-    return collect(read_records(path), path, make, on_error)
+    envs = collect(selection.records, path, make, on_error)
+    selection.records = []
+    envs.selection = selection
+    return envs
 
 
 def _sequence_dataset(dataset: str) -> str:

@@ -12,7 +12,8 @@ suggestions than the MCQA options):
 - MVP-N: ``Rotate the object, Move the camera`` (no category);
 - ImageNet-C: the record's ``quality_answer`` (none when the first image is the last one) and the category;
 - QuickDraw: ``Add more details to the drawing`` and the category;
-- ChangeIt: the actions valid at the first frame, then ``Rewind the video`` (always), and the category.
+- ChangeIt: the actions valid at the first frame, then ``Rewind the video`` (always), and the category;
+- MS-COCO: ``Move the camera, Move farther from the object`` and the category (whatever the direction).
 
 The first ``PREDICTION_THR[dataset]`` entries are the suggestions; `proactive_eval.metrics.oeg_judgment` scores
 the judge's 0/1 list against this string, and `proactive_eval.judges.oeg_prompt` shows it to the judge.
@@ -20,6 +21,7 @@ the judge's 0/1 list against this string, and `proactive_eval.judges.oeg_prompt`
 
 from __future__ import annotations
 
+from proactive_eval.coco_environment import COCOEnvironment
 from proactive_eval.environments import ProactiveBenchEnvironment
 from proactive_eval.records import EpisodeError
 
@@ -32,6 +34,7 @@ _FIXED = {
     "VSOD": ["Wait for the occlusion to disappear", "Rewind the video", "Move the camera"],
     "MVP-N": ["Rotate the object", "Move the camera"],
     "QD": ["Add more details to the drawing"],
+    "COCO": ["Move the camera", "Move farther from the object"],
 }
 _NO_CATEGORY = ("ROD", "MVP-N")
 
@@ -45,7 +48,7 @@ def oeg_question(prompt: str, hint: bool = False) -> str:
     return f"{prompt} {OEG_HINT}" if hint else prompt
 
 
-def oeg_valid_answers(env: ProactiveBenchEnvironment) -> str:
+def oeg_valid_answers(env: ProactiveBenchEnvironment | COCOEnvironment) -> str:
     """The valid OEG answers of `env`'s first state, as the authors' comma-separated string (resets `env`).
 
     Raises:

@@ -4,6 +4,8 @@
 - `proactive_rl.data.examples`: episodes validated and encoded before the first SFT step; the collator.
 - `proactive_rl.data.mcqa`: MCQA environments → single-turn prompt rows (the suggestion trainer's and evaluator's).
 - `proactive_rl.data.frames`: the frames of an episode (rendered for synthetic episodes, decoded otherwise).
+- `proactive_rl.data.proactivebench`: MS-COCO environment records from COCO annotations, hard negatives, and the
+  paper's QuickDraw + MS-COCO GRPO training set (``python -m proactive_rl.data.proactivebench.train_set``).
 """
 
 from proactive_rl.data.examples import (

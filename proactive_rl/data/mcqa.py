@@ -31,6 +31,7 @@ __all__ = [
     "env_hint",
     "environment_rows",
     "image_messages",
+    "load_rows",
     "mcqa_messages",
     "mcqa_text",
     "proactivebench_environments",
@@ -125,24 +126,37 @@ def environment_rows(env: MCQAEnvironment, max_states: int | None = None, hint: 
 
 
 def proactivebench_environments(
-    path: str | Path, dataset: str | None = None, data_dir: str | Path | None = None, hint: bool = False
+    path: str | Path,
+    dataset: str | None = None,
+    data_dir: str | Path | None = None,
+    hint: bool = False,
+    protocol: str | None = None,
+    skip: dict | None = None,
 ) -> list:
-    """ProactiveBench environments from the authors' train-split JSONL, validated by ``load_proactivebench``.
+    """ProactiveBench environments (MS-COCO included) from the authors' JSONL, validated by ``load_proactivebench``.
 
     Args:
         path (`str` or `Path`): the JSONL file (``<dataset>_preprocessed.jsonl`` style).
-        dataset (`str`, *optional*): ``QD``, ``ROD``, ... or the authors' folder name; defaults to each record's
-            ``dataset`` field.
+        dataset (`str`, *optional*): ``QD``, ``ROD``, ``COCO``, ... or the authors' folder name; defaults to each
+            record's ``dataset`` field.
         data_dir (`str` or `Path`, *optional*): the image root; defaults to the file's folder.
         hint (`bool`, *optional*, defaults to `False`): append the dataset's hint to every question.
+        protocol (`str`, *optional*): for benchmark files, ``"filtered"`` (the paper's benchmark) or
+            ``"unfiltered"`` (`proactive_eval.formats.proactivebench_protocol`; needs `dataset`); `None` (the
+            default, for training splits) reads every record.
+        skip (`dict`, *optional*): the authors' skip arguments, with `protocol`.
 
     Images are not decoded here: rows carry image paths that `datasets` opens when a batch needs them.
     """
-    from proactive_eval.environments import ProactiveBenchEnvironment
+    from proactive_eval.environments import load_environments, make_environment
     from proactive_eval.episodes import EpisodeError
     from proactive_eval.formats.proactivebench import load_proactivebench
 
     path = Path(path)
+    if protocol is not None:
+        if dataset is None:
+            raise ValueError(f"{path}: a benchmark protocol ({protocol}) needs the dataset (e.g. dataset: QD)")
+        return load_environments(path, dataset, data_dir or path.parent, hint, False, protocol=protocol, skip=skip)
     envs = []
     for record in load_proactivebench(path):  # schema check first: errors name the file, record and field
         name = dataset or record.extra.get("dataset")
@@ -153,12 +167,35 @@ def proactivebench_environments(
                 record=record.id,
                 field="dataset",
             )
-        envs.append(
-            ProactiveBenchEnvironment(
-                record.to_dict(), name, data_dir or path.parent, hint=hint, load_images=False, file=str(path)
-            )
-        )
+        envs.append(make_environment(record.to_dict(), name, data_dir or path.parent, hint, False, str(path)))
     return envs
+
+
+#: The columns of a training row (the module docstring), and the builder's ``ambiguous`` flag.
+ROW_COLUMNS = ("prompt", "image", "options", "answer", "valid_actions", "env_id", "dataset", "step")
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Training rows written by `proactive_rl.data.proactivebench.train_set` (JSONL, images relative to the file).
+
+    Every row must hold `ROW_COLUMNS`; an error names the file, the line and the missing field.
+    """
+    from proactive_eval.episodes import EpisodeError
+    from proactive_eval.records import iter_jsonl, read_text
+
+    path = Path(path)
+    rows = []
+    for lineno, row in iter_jsonl(read_text(path), path):
+        missing = [c for c in ROW_COLUMNS if not isinstance(row, dict) or c not in row]
+        if missing:
+            raise EpisodeError(f"line {lineno}: missing {missing}", file=str(path), field=missing[0])
+        image = Path(row["image"])
+        rows.append(
+            {c: row[c] for c in ROW_COLUMNS} | {"image": str(image if image.is_absolute() else path.parent / image)}
+        )
+    if not rows:
+        raise EpisodeError("no training rows", file=str(path))
+    return rows
 
 
 def rows_to_dataset(rows: Iterable[dict[str, Any]]):

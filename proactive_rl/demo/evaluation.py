@@ -27,8 +27,8 @@ logger = logging.getLogger(__name__)
 
 def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
     from proactive_rl.data import load_mixture
+    from proactive_rl.data.mcqa import proactivebench_environments
     from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, PAUCEvaluator, PRSEvaluator
-    from proactive_rl.evaluation.proactivebench import build_environments
     from proactive_rl.synthetic.export import DATASET_RULES
 
     prs = {
@@ -49,11 +49,16 @@ def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
         "environments": [{"path": str(env_file(data, "test", k)), "dataset": DATASET_RULES[k]} for k in kinds],
         "max_new_tokens": 1,
         "answer_letters_only": True,
+        "protocol": "unfiltered",  # synthetic exports, not the benchmark's files
     }
     prs, pauc, mcqa = (EvaluatorConfig.from_dict(c, f"demo.{c['type']}") for c in (prs, pauc, mcqa))
     # The first N episodes / environments of each task / kind (one file each), not the first N of the concatenation.
     episodes = [e for src in prs.episodes for e in load_mixture([src])[0][: settings.eval_episodes]]
-    envs = [e for spec in mcqa.environments for e in build_environments([spec])[: settings.eval_envs]]
+    envs = [
+        e
+        for spec in mcqa.environments
+        for e in proactivebench_environments(spec["path"], spec["dataset"])[: settings.eval_envs]
+    ]
     return [
         PRSEvaluator(prs, progress=progress, items=episodes),
         PAUCEvaluator(pauc, progress=progress),

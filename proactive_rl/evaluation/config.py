@@ -11,7 +11,7 @@ Example (a recipe's ``eval_callback`` block; every key is optional except ``eval
         - {type: pauc, episodes: [{source: data/pvqa_val.json}], max_items: 50,
            judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
         - {type: mcqa, environments: [{kind: occlusion, n: 8, seed: 7}]}
-        - {type: oeg, environments: [{path: data/QD_preprocessed_test.jsonl, dataset: QD}], max_new_tokens: 256,
+        - {type: oeg, environments: [{path: data/QuickDraw_preprocessed.jsonl, dataset: QD}], max_new_tokens: 256,
            judge: {type: openai, base_url: "http://localhost:8000/v1", model: judge}}
 
 Everything is validated when the recipe is parsed, so a typo fails before the first training step.
@@ -69,6 +69,11 @@ class EvaluatorConfig:
         answer_letters_only (`bool`, *optional*, defaults to `False`): ``mcqa``: only option letters may be
             generated (the first N, N the most options any of the environments shows), as the suggestion
             trainer's ``answer_letters_only`` samples.
+        protocol (`str`, *optional*, defaults to `"filtered"`): ``mcqa`` / ``oeg`` on ProactiveBench JSONL: the
+            paper's filtered benchmark (Table 1) or ``"unfiltered"`` (Table 4, and any data that is not the
+            benchmark's, e.g. synthetic exports); `proactive_eval.formats.proactivebench_protocol`.
+        skip (`dict`, *optional*): the authors' skip arguments (default ``{strong_occlusions:
+            false}``; ``{}`` keeps all).
     """
 
     type: str
@@ -82,6 +87,8 @@ class EvaluatorConfig:
     judge: dict[str, Any] | None = None
     hint: bool = False
     answer_letters_only: bool = False
+    protocol: str = "filtered"
+    skip: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> EvaluatorConfig:

@@ -37,6 +37,8 @@ def _check_environments(config, where: str) -> None:
             )
         if "kind" not in env and "path" not in env:
             raise ValueError(f"{where}[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
+        if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
+            raise ValueError(f"{where}[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
         if "kind" in env:
             from proactive_rl.synthetic import make_environments
 
@@ -45,6 +47,17 @@ def _check_environments(config, where: str) -> None:
             except (ValueError, TypeError) as err:
                 raise ValueError(f"{where}[{i}]: {err}") from None
     config.environments = envs
+    from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
+
+    if config.protocol not in PROTOCOLS:
+        raise ValueError(
+            f"{where[: -len('.environments')]}.protocol: expected one of {', '.join(PROTOCOLS)}, got "
+            f"{config.protocol!r}"
+        )
+    if config.skip is not None and not isinstance(config.skip, dict):
+        raise ValueError(
+            f"{where[: -len('.environments')]}.skip: a mapping of field: value to skip, got {config.skip!r}"
+        )
 
 
 def _knobs(spec: dict) -> dict[str, Any]:
@@ -52,8 +65,11 @@ def _knobs(spec: dict) -> dict[str, Any]:
     return {"size": 64, **{k: v for k, v in spec.items() if k not in _ENV_KEYS}}
 
 
-def build_environments(specs: list[dict], hint: bool = False) -> list:
-    """The environments of an evaluator's ``environments`` specs, in order."""
+def build_environments(
+    specs: list[dict], hint: bool = False, protocol: str | None = None, skip: dict | None = None
+) -> list:
+    """The environments of an evaluator's ``environments`` specs, in order (ProactiveBench files read under
+    `protocol`, see `proactive_rl.data.mcqa.proactivebench_environments`)."""
     from proactive_rl.data.mcqa import proactivebench_environments
 
     envs = []
@@ -63,7 +79,9 @@ def build_environments(specs: list[dict], hint: bool = False) -> list:
 
             envs += make_environments(spec["kind"], int(spec.get("n", 8)), int(spec.get("seed", 0)), **_knobs(spec))
         else:
-            envs += proactivebench_environments(spec["path"], spec.get("dataset"), spec.get("data_dir"), hint=hint)
+            envs += proactivebench_environments(
+                spec["path"], spec["dataset"], spec.get("data_dir"), hint=hint, protocol=protocol, skip=skip
+            )
     return envs
 
 
@@ -83,7 +101,11 @@ class MCQAEvaluator(Evaluator):
         _check_environments(config, where)
 
     def _load(self) -> list:
-        return build_environments(self.config.environments, self.config.hint)
+        return build_environments(self.config.environments, self.config.hint, self.config.protocol, self.config.skip)
+
+    def _protocol(self) -> str | None:
+        """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
+        return self.config.protocol if any("path" in s for s in self.config.environments or ()) else None
 
     def suppressed_tokens(self, model, processor) -> list[int] | None:
         """Every token but the option letters (``answer_letters_only``), over all items (every rank alike)."""
@@ -119,6 +141,7 @@ class MCQAEvaluator(Evaluator):
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.environments import proactivebench_summary
+        from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
         from proactive_eval.predictions import atomic_write_text
 
         summary = dict(proactivebench_summary(records))
@@ -126,6 +149,8 @@ class MCQAEvaluator(Evaluator):
         for r in records:
             groups.setdefault(r["dataset"] or "all", []).append(r)
         summary["groups"] = {g: proactivebench_summary(rs) for g, rs in sorted(groups.items())}
+        report = mcqa_results(records, self._protocol(), self.config.skip)
+        summary["protocol"] = report["protocol"]  # which benchmark, and the samples scored per dataset
         metrics = {"acc": float(summary["acc"]), "ps": float(summary["ps"])}
         if len(groups) > 1:
             for g, s in summary["groups"].items():
@@ -138,7 +163,8 @@ class MCQAEvaluator(Evaluator):
         if out_dir is not None:
             path = out_dir / "outcomes.jsonl"
             atomic_write_text(path, _jsonl(records))
-            scored.files = {"outcomes": str(path)}
+            atomic_write_text(out_dir / "report.md", mcqa_markdown(report, f"MCQA: {self.name}"))
+            scored.files = {"outcomes": str(path), "report": str(out_dir / "report.md")}
         return scored
 
 
@@ -157,7 +183,7 @@ class OEGEvaluator(Evaluator):
             raise ValueError(f"{where}.answer_letters_only: for mcqa evaluators only (an OEG answer is free-form)")
 
     def _load(self) -> list:
-        return build_environments(self.config.environments)
+        return build_environments(self.config.environments, protocol=self.config.protocol, skip=self.config.skip)
 
     def generate(self, model, processor, items: list) -> list[dict]:
         from proactive_eval.oeg import oeg_question, oeg_valid_answers
@@ -176,6 +202,7 @@ class OEGEvaluator(Evaluator):
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
+        from proactive_eval.formats.proactivebench_protocol import protocol_line, protocol_summary
         from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
         from proactive_eval.metrics import oeg_judgment, oeg_summary
         from proactive_eval.predictions import atomic_write_text
@@ -190,6 +217,8 @@ class OEGEvaluator(Evaluator):
         for row in rows:
             groups.setdefault(row["dataset"], []).append(row)
         summary = {**oeg_summary(rows), "groups": {g: oeg_summary(rs) for g, rs in sorted(groups.items())}}
+        counts = {g: s["n"] for g, s in summary["groups"].items()}
+        summary["protocol"] = protocol_summary(self.config.protocol, counts, self.config.skip)
         summary["judge_stats"] = judge.stats.as_dict()
         keys = ("agg", "acc", "ps")
         metrics = {k: float(summary[k]) for k in keys}
@@ -205,7 +234,8 @@ class OEGEvaluator(Evaluator):
                 f"| {g} | {s['n']} | {s['agg']:.1f} | {s['acc']:.1f} | {s['ps']:.1f} |"
                 for g, s in summary["groups"].items()
             ]
-            atomic_write_text(out_dir / "report.md", f"# OEG: {self.name}\n\n" + "\n".join(table) + "\n")
+            head = f"# OEG: {self.name}\n\n{protocol_line(summary['protocol'])}\n\n"
+            atomic_write_text(out_dir / "report.md", head + "\n".join(table) + "\n")
             names = {"predictions": "predictions.jsonl", "judgments": "judgments.jsonl", "report": "report.md"}
             scored.files = {k: str(out_dir / f) for k, f in names.items()}
         return scored

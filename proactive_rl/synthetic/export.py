@@ -12,7 +12,8 @@ episode and ids carry their split's seed)::
 
 Environment records follow the authors' dataset whose dynamics they share (field ``dataset_rule``):
 occlusion → ROD, corruption → IN-C, sketch and zoom_out → QD; load them with
-``proactive_eval.environments.load_environments(path, record_rule)``.
+``proactive_eval.environments.load_environments(path, record_rule, protocol="unfiltered")`` (they are not
+samples of the filtered benchmark).
 """
 
 from __future__ import annotations

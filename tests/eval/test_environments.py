@@ -151,7 +151,7 @@ def test_load_environments_and_errors(tmp_path):
     path = tmp_path / "Realistic-Occlusion-Dataset_preprocessed.jsonl"
     records = [rod_record(id=f"r{i}") for i in range(3)]
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    envs = load_environments(path, "Realistic-Occlusion-Dataset")
+    envs = load_environments(path, "Realistic-Occlusion-Dataset", protocol="unfiltered")
     outcomes = [run_environment(e, p) for e, p in zip(envs, [lambda o: "A", lambda o: "C", lambda o: "C"])]
     # r0 walks left to max_steps (6 turns, fail); r1, r2 abstain at once.
     assert proactivebench_summary(outcomes) == {"acc": 0.0, "ps": pytest.approx(5 / 3), "n": 3}
@@ -160,14 +160,14 @@ def test_load_environments_and_errors(tmp_path):
     del bad["categories"]
     path.write_text(json.dumps(bad) + "\n")
     with pytest.raises(EpisodeError, match="record 'broken': field 'categories'") as err:
-        load_environments(path, "ROD")
+        load_environments(path, "ROD", protocol="unfiltered")
     assert str(path) in str(err.value)
     path.write_text(json.dumps(rod_record(answer="zebra")) + "\n")
     with pytest.raises(EpisodeError, match="field 'answer'"):
-        load_environments(path, "ROD")
+        load_environments(path, "ROD", protocol="unfiltered")
     path.write_text(json.dumps(rod_record()) + "\n" + json.dumps(rod_record()) + "\n")
     with pytest.raises(EpisodeError, match="duplicate id"):
-        load_environments(path, "ROD")
+        load_environments(path, "ROD", protocol="unfiltered")
     with pytest.raises(ValueError, match="not an image-sequence environment"):
         ProactiveBenchEnvironment(rod_record(), "COCO", tmp_path)
     with pytest.raises(EpisodeError, match="cannot read image"):

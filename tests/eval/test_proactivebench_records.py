@@ -103,7 +103,7 @@ def test_errors_name_file_record_and_field_in_both_loaders(tmp_path, name, recor
     dataset = name.removesuffix("_preprocessed.jsonl")
     if dataset != "coco2014":  # no image-sequence environment for COCO
         with pytest.raises(EpisodeError) as env_info:
-            load_environments(path, dataset, load_images=False)
+            load_environments(path, dataset, load_images=False, protocol="unfiltered")
         assert (env_info.value.file, env_info.value.record, env_info.value.field) == (
             str(path),
             str(record["id"]),

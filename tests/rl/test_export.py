@@ -77,7 +77,7 @@ def test_environment_jsonl_is_read_by_the_public_loaders(dataset):
             records = load_proactivebench(path)  # the format validator
             assert records and all(r.reference_image for r in records)
             rule = json.loads(path.read_text().splitlines()[0])["dataset_rule"]
-            envs = load_environments(path, rule)
+            envs = load_environments(path, rule, protocol="unfiltered")
             memory = {e.id: e for e in make_environments(kind, 1, split_seed(4, split))}
             needed = {e.id: json.loads(line)["steps_needed"] for e, line in zip(envs, path.read_text().splitlines())}
 
@@ -110,7 +110,7 @@ def test_loaded_environments_behave_like_the_in_memory_ones(tmp_path, kind):
     envs = make_environments(kind, 4, seed=1)
     export_environments(tmp_path, kind, envs)
     rule = json.loads((tmp_path / f"{kind}.jsonl").read_text().splitlines()[0])["dataset_rule"]
-    loaded = load_environments(tmp_path / f"{kind}.jsonl", rule)
+    loaded = load_environments(tmp_path / f"{kind}.jsonl", rule, protocol="unfiltered")
     rng = np.random.default_rng(0)
     for mem, disk in zip(envs, loaded):
         for _ in range(5):  # random answers: every outcome sequence must agree

@@ -111,7 +111,17 @@ def test_scores_equal_the_hand_computation(tiny, tmp_path, monkeypatch):
         judge = {"type": "openai", "base_url": server.base_url, "model": "qwen3-8b", "max_retries": 0}
         judge["cache_path"] = str(tmp_path / "judge.sqlite")
         config = EvalCallbackConfig.from_dict(
-            {"evaluators": [{"type": "oeg", "environments": specs, "max_new_tokens": 4, "judge": judge}]}
+            {
+                "evaluators": [
+                    {
+                        "type": "oeg",
+                        "environments": specs,
+                        "max_new_tokens": 4,
+                        "judge": judge,
+                        "protocol": "unfiltered",
+                    }
+                ]
+            }
         )
         results = evaluate_model(*tiny, build_evaluators(config.evaluators), out_dir=tmp_path / "a")
         assert results["complete"], results["incomplete"]
@@ -147,7 +157,14 @@ def _lines(out: Path) -> list[dict]:
 
 def test_hint_and_rule_judge(tiny, tmp_path):
     specs = _records(tmp_path / "data")[:1]
-    raw = {"type": "oeg", "name": "qd", "environments": specs, "max_new_tokens": 2, "hint": True}
+    raw = {
+        "type": "oeg",
+        "name": "qd",
+        "environments": specs,
+        "max_new_tokens": 2,
+        "hint": True,
+        "protocol": "unfiltered",
+    }
     config = EvalCallbackConfig.from_dict({"evaluators": [raw]})
     results = evaluate_model(*tiny, build_evaluators(config.evaluators), out_dir=tmp_path)
     assert results["complete"], results["incomplete"]
@@ -201,7 +218,7 @@ def test_mcqa_on_jsonl_sees_the_images_too(tiny, tmp_path):
     placeholders) are decoded from disk; a placeholder made the tiny Qwen2.5-VL fail in generation."""
     specs = _records(tmp_path / "data")[:1]
     config = EvalCallbackConfig.from_dict(
-        {"evaluators": [{"type": "mcqa", "environments": specs, "max_new_tokens": 2}]}
+        {"evaluators": [{"type": "mcqa", "environments": specs, "max_new_tokens": 2, "protocol": "unfiltered"}]}
     )
     results = evaluate_model(*tiny, build_evaluators(config.evaluators))
     assert results["complete"], results["incomplete"]

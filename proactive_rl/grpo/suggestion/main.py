@@ -31,7 +31,8 @@ from proactive_rl.training import finish, load_for_training
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "vllm", "transformers")
-_SOURCE_KEYS = {"source", "kind", "num_envs", "seed", "dataset", "data_dir", "max_states", "name"}
+_SOURCE_KEYS = {"source", "kind", "num_envs", "seed", "dataset", "data_dir", "max_states", "name", "format"}
+FORMATS = ("records", "rows")
 # Difficulty knobs of the synthetic environments (`proactive_rl.synthetic.environments.EnvKnobs`) and frame size.
 _KNOB_KEYS = {"negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size"}
 
@@ -42,6 +43,9 @@ class EnvironmentSource:
 
     Args:
         source (`str`): ``"synthetic"`` (the embedded ask-for-help environments) or a ProactiveBench JSONL file.
+        format (`str`, *optional*, defaults to `"records"`): a JSONL source holds the authors' records (one
+            environment each; every state becomes a row), or ``"rows"``: single-turn training rows written by
+            `proactive_rl.data.proactivebench.train_set` (the paper's QuickDraw + MS-COCO set), used as they are.
         kind (`str`, *optional*): synthetic kind (``occlusion``, ``corruption``, ``sketch``, ``zoom_out``).
         num_envs (`int`, *optional*): how many synthetic environments.
         seed (`int`, *optional*, defaults to `0`): synthetic seed (use different seeds for train and held-out).
@@ -68,6 +72,7 @@ class EnvironmentSource:
     object_radius: float | None = None
     colour_weights: list[float] | None = None
     size: int | None = None
+    format: str = "records"
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> EnvironmentSource:
@@ -96,6 +101,10 @@ class EnvironmentSource:
             raise ValueError(
                 f"{where}: 'kind', 'num_envs' and the knobs {sorted(_KNOB_KEYS)} only apply to source: synthetic"
             )
+        if src.format not in FORMATS:
+            raise ValueError(f"{where}.format: expected one of {', '.join(FORMATS)}, got {src.format!r}")
+        if src.format == "rows" and (src.source == "synthetic" or src.dataset or src.max_states):
+            raise ValueError(f"{where}: format rows is a rows JSONL file, without dataset / max_states")
         # A JSONL source is read (and a missing file reported, naming it) when the environments are built.
         if src.max_states is not None and src.max_states < 1:
             raise ValueError(f"{where}.max_states: must be >= 1, got {src.max_states}")
@@ -108,6 +117,8 @@ class EnvironmentSource:
 
     def build(self, hint: bool = False) -> list:
         """The environments of this source."""
+        if self.format == "rows":
+            raise ValueError(f"{self.name}: a rows file holds training rows, not environments (it cannot be played)")
         if self.source == "synthetic":
             from proactive_rl.synthetic.environments import make_environments
 
@@ -246,10 +257,13 @@ def load_policy(model_args: ModelConfig, seed: int = 0):
 
 
 def build_rows(sources: list[EnvironmentSource], hint: bool) -> list[dict]:
-    from proactive_rl.data.mcqa import environment_rows
+    from proactive_rl.data.mcqa import environment_rows, load_rows
 
     rows = []
     for src in sources:
+        if src.format == "rows":
+            rows.extend(load_rows(src.source))  # single-turn rows as built (their questions carry no hint)
+            continue
         envs = src.build(hint)
         for env in envs:
             rows.extend(environment_rows(env, max_states=src.max_states, hint=hint))
