@@ -27,7 +27,7 @@ def _check_environments(config, where: str) -> None:
     envs = config.environments
     if isinstance(envs, dict):
         envs = [envs]
-    where = f"{where}.environments"
+    base, where = where, f"{where}.environments"
     if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
         raise ValueError(f"{where}: expected a list of {{kind, n, seed}} or {{path}} mappings")
     for i, env in enumerate(envs):
@@ -37,8 +37,6 @@ def _check_environments(config, where: str) -> None:
             )
         if "kind" not in env and "path" not in env:
             raise ValueError(f"{where}[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
-        if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
-            raise ValueError(f"{where}[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
         if "kind" in env:
             from proactive_rl.synthetic import make_environments
 
@@ -50,14 +48,12 @@ def _check_environments(config, where: str) -> None:
     from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
 
     if config.protocol not in PROTOCOLS:
-        raise ValueError(
-            f"{where[: -len('.environments')]}.protocol: expected one of {', '.join(PROTOCOLS)}, got "
-            f"{config.protocol!r}"
-        )
+        raise ValueError(f"{base}.protocol: expected one of {', '.join(PROTOCOLS)}, got {config.protocol!r}")
     if config.skip is not None and not isinstance(config.skip, dict):
-        raise ValueError(
-            f"{where[: -len('.environments')]}.skip: a mapping of field: value to skip, got {config.skip!r}"
-        )
+        raise ValueError(f"{base}.skip: a mapping of field: value to skip, got {config.skip!r}")
+    for i, env in enumerate(envs):
+        if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
+            raise ValueError(f"{where}[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
 
 
 def _knobs(spec: dict) -> dict[str, Any]:

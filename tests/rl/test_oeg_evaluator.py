@@ -190,7 +190,7 @@ def test_hint_and_rule_judge(tiny, tmp_path):
             "'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only",
         ),
         (
-            {"type": "oeg", "environments": [{"path": "x.jsonl"}], "answer_letters_only": True},
+            {"type": "oeg", "environments": [{"path": "x.jsonl", "dataset": "QD"}], "answer_letters_only": True},
             "answer_letters_only: for mcqa evaluators only",
         ),
         (
