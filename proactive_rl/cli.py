@@ -101,9 +101,11 @@ def _run_synth(args: argparse.Namespace) -> int:
     else:
         print(f"{args.out}: {result['written']} files written")
     for split, sizes in result["splits"].items():
+        empty = (tasks and not sizes["episodes_per_task"]) or (envs and not sizes["environments_per_kind"])
         print(
             f"  {split}: {sizes['episodes_per_task']} episodes x {len(tasks)} tasks, "
             f"{sizes['environments_per_kind']} environments x {len(envs)} kinds"
+            + (" (empty here: too few to fill every split)" if empty else "")
         )
     return 0
 

@@ -2,17 +2,18 @@
 
     proactive-eval score --episodes anno.json --predictions preds.jsonl --judge rule:token_f1 --out report/
     proactive-eval run --episodes eps.json --policy openai:Qwen2.5-VL-7B@http://localhost:8000/v1 --out run/
-    proactive-eval convert --from pvqa WEB/anno.json --out web_episodes.json
+    proactive-eval convert --from pvqa WEB/anno.json --out conv/web_episodes.json
     proactive-eval mcqa --data-dir ProactiveBench/test --policy replay:answers.jsonl --out pb/   # filtered benchmark
 
 Episodes of task ``pvqa`` are scored with PAUC (a judge is needed: a rule scorer, or any OpenAI-compatible
-server); every other task with PRS-U / PRS-B.
+server); every other task with PRS-U / PRS-B, whose free-text tasks (intervention) take their content score from
+the same ``--judge`` (token-F1 by default, as the intervention reward; docs/spec.md §4). Episodes whose video cannot
+be played are skipped, named in ``results.json`` and counted in the coverage printed beside every number.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import importlib
 import logging
 import os
@@ -21,16 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from proactive_eval.episodes import EpisodeError, load_episodes, save_episodes
-from proactive_eval.predictions import DEFAULT_SILENCE_SIGNALS, load_predictions
+from proactive_eval.predictions import OTHER_SILENCE_SIGNALS, load_predictions
+from proactive_eval.scoring import JUDGE_HELP, UsageError, make_judge, prs_content_scorers, score
+
+__all__ = ["build_parser", "load_any", "main", "make_judge", "make_policy", "prs_content_scorers", "score"]
 
 logger = logging.getLogger("proactive_eval")
 
 FORMATS = ("auto", "episodes", "pvqa", "p3i")
-JUDGE_HELP = "rule:token_f1 | rule:rouge_l | openai:MODEL@BASE_URL (API key from $OPENAI_API_KEY)"
+MISSING_SHOWN = 5  # missing media files named by `convert`
 
-
-class CLIError(Exception):
-    """A usage problem, printed without a traceback."""
+#: A usage problem, printed without a traceback.
+CLIError = UsageError
 
 
 # ---- loading -----------------------------------------------------------------------------------------
@@ -45,8 +48,9 @@ def detect_format(path: str | Path) -> str:
     return "pvqa" if isinstance(first, dict) and "answer" in first and "conversation" in first else "episodes"
 
 
-def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise"):
-    """Episodes from `path` in format `fmt` (one of `FORMATS`)."""
+def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise", video_root: str | Path | None = None):
+    """Episodes from `path` in format `fmt` (one of `FORMATS`); relative videos resolve against `video_root`
+    (default: the file's folder)."""
     if fmt not in FORMATS:
         raise CLIError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if not Path(path).exists():
@@ -56,33 +60,12 @@ def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise"):
     if fmt == "pvqa":
         from proactive_eval.formats import convert_pvqa
 
-        return convert_pvqa(path, on_error=on_error)
+        return convert_pvqa(path, on_error=on_error, video_root=video_root)
     if fmt == "p3i":
         from proactive_eval.formats import convert_p3i
 
-        return convert_p3i(path, on_error=on_error)
-    return load_episodes(path, on_error=on_error)
-
-
-def make_judge(spec: str, cache_path: str | Path | None = None, concurrency: int = 8):
-    """A judge from ``rule:token_f1``, ``rule:rouge_l`` or ``openai:MODEL@BASE_URL``."""
-    kind, _, rest = spec.partition(":")
-    if kind == "rule" and rest in ("token_f1", "rouge_l"):
-        from proactive_eval.judges import RuleJudge
-
-        return RuleJudge(rest)
-    if kind == "openai" and "@" in rest:
-        from proactive_eval.judges import OpenAIJudge
-
-        model, _, base_url = rest.partition("@")
-        return OpenAIJudge(
-            base_url=base_url,
-            model=model,
-            api_key=os.environ.get("OPENAI_API_KEY"),
-            concurrency=concurrency,
-            cache_path=cache_path,
-        )
-    raise CLIError(f"unknown judge {spec!r}; expected {JUDGE_HELP}")
+        return convert_p3i(path, on_error=on_error, video_root=video_root)
+    return load_episodes(path, on_error=on_error, video_root=video_root)
 
 
 def make_policy(spec: str):
@@ -94,8 +77,7 @@ def make_policy(spec: str):
     if spec == "silent":
         return streaming.SilentPolicy()
     if kind == "replay" and rest:
-        preds = load_predictions(rest)
-        return streaming.ScriptedPolicy({k: [(r.time, r.text) for r in v] for k, v in preds.items()})
+        return streaming.ScriptedPolicy(load_predictions(rest))
     if kind == "openai" and "@" in rest:
         try:
             from proactive_eval.openai_policy import OpenAIChatPolicy
@@ -114,68 +96,14 @@ def make_policy(spec: str):
     )
 
 
-# ---- scoring -----------------------------------------------------------------------------------------
-
-
-def score(
-    episodes,
-    predictions: dict,
-    judge_spec: str = "rule:token_f1",
-    out: str | Path | None = None,
-    omegas=(0, 0.5, 1),
-    plots: bool = True,
-    progress: bool = True,
-    meta: dict[str, Any] | None = None,
-    judge_concurrency: int = 8,
-) -> dict[str, Any]:
-    """Score `predictions` against `episodes` (PAUC for ``pvqa``, PRS for the rest), print the tables and
-    write the report into `out` (when given). Returns the results dict."""
-    from proactive_eval.metrics import score_pauc, score_prs
-    from proactive_eval.report import build_results, markdown_report, write_report
-
-    pvqa = [e for e in episodes if e.task == "pvqa"]
-    other = [e for e in episodes if e.task != "pvqa"]
-    pvqa_ids, other_ids = {e.id for e in pvqa}, {e.id for e in other}
-    unknown = sorted(set(predictions) - pvqa_ids - other_ids)
-    if unknown:
-        logger.warning("%d prediction ids match no episode (e.g. %r)", len(unknown), unknown[0])
-    meta = dict(meta or {})
-    meta.update(
-        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), episodes_scored=len(episodes)
-    )
-    meta["prediction_ids_matching_no_episode"] = len(unknown)
-
-    pauc = prs = None
-    if pvqa:
-        cache = Path(out) / "judge_cache.sqlite" if out is not None and judge_spec.startswith("openai:") else None
-        judge = make_judge(judge_spec, cache_path=cache, concurrency=judge_concurrency)
-        preds = {k: v for k, v in predictions.items() if k in pvqa_ids}
-        pauc = score_pauc(pvqa, preds, judge, omegas=omegas, progress=progress)
-        meta["judge"] = judge_spec
-        if getattr(judge, "stats", None) is not None and hasattr(judge.stats, "as_dict"):
-            meta["judge_stats"] = judge.stats.as_dict()
-    if other:
-        preds = {k: v for k, v in predictions.items() if k in other_ids}
-        prs = score_prs(other, preds, progress=progress)
-
-    results = build_results(pauc, prs, meta)
-    print(markdown_report(results))
-    if out is not None:
-        written = write_report(
-            out, results, pauc=pauc, prs=prs, episodes=episodes, predictions=predictions, plots=plots
-        )
-        print("wrote " + ", ".join(str(p) for p in written.values()))
-    return results
-
-
 # ---- commands ----------------------------------------------------------------------------------------
 
 
 def _silence(args) -> tuple[str, ...]:
-    return tuple(args.silence) if args.silence else DEFAULT_SILENCE_SIGNALS
+    return tuple(args.silence or ())
 
 
-def _score_args(args, episodes, predictions: dict, out, meta: dict[str, Any]) -> dict[str, Any]:
+def _score_args(args, episodes, predictions: dict, out, meta: dict[str, Any], failed=None) -> dict[str, Any]:
     """`score` with the scoring options shared by ``score`` and ``run``."""
     return score(
         episodes,
@@ -187,11 +115,12 @@ def _score_args(args, episodes, predictions: dict, out, meta: dict[str, Any]) ->
         progress=not args.no_progress,
         meta=meta,
         judge_concurrency=args.judge_concurrency,
+        failed=failed,
     )
 
 
 def cmd_score(args) -> int:
-    episodes = load_any(args.episodes, args.format, args.on_error)
+    episodes = load_any(args.episodes, args.format, args.on_error, args.video_root)
     if not Path(args.predictions).exists():
         raise CLIError(f"predictions file not found: {args.predictions}")
     predictions = load_predictions(args.predictions, _silence(args))
@@ -205,7 +134,7 @@ def cmd_run(args) -> int:
         from proactive_eval.streaming import run_streaming
     except ImportError as err:
         raise CLIError(f"the streaming loop is not available: {err}") from None
-    episodes = load_any(args.episodes, args.format, args.on_error)
+    episodes = load_any(args.episodes, args.format, args.on_error, args.video_root)
     policy = make_policy(args.policy)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -225,30 +154,51 @@ def cmd_run(args) -> int:
         silence_signals=_silence(args),
         max_frames=args.max_frames,
         progress=not args.no_progress,
+        plain=args.turn_format == "plain",
+        on_error=args.on_video_error,
     )
-    print(f"predictions: {predictions_path}")
+    print(f"predictions: {predictions_path} ({predictions.resumed} episodes resumed from it)")
+    if predictions.failed:
+        print(f"{len(predictions.failed)} of {len(episodes)} episodes could not be played:", file=sys.stderr)
+        for eid, reason in predictions.failed.items():
+            print(f"  {eid}: {reason}", file=sys.stderr)
     meta = {"episodes": str(args.episodes), "predictions": str(predictions_path), "policy": args.policy}
-    _score_args(args, episodes, predictions, out, meta)
+    _score_args(args, episodes, predictions, out, meta, failed=predictions.failed)
     return 0
 
 
 def cmd_convert(args) -> int:
+    from proactive_eval.formats import missing_media, rebase_episodes, rebase_proactivebench
+
     src = Path(args.input)
     if not src.exists():
         raise CLIError(f"input file not found: {src}")
+    if args.video_root is not None and not Path(args.video_root).is_dir():
+        raise CLIError(f"--video-root: not a folder: {args.video_root}")
     if args.source == "proactivebench":
         from proactive_eval.formats import load_proactivebench, save_proactivebench
 
-        records = load_proactivebench(src, on_error=args.on_error)
-        save_proactivebench(args.out, records)
+        records = load_proactivebench(src, on_error=args.on_error, data_dir=args.video_root)
+        items = rebase_proactivebench(records, args.out, args.paths)
+        save_proactivebench(args.out, items)
     else:
-        records = load_any(src, args.source, args.on_error)
-        save_episodes(args.out, records)
-    print(f"wrote {len(records)} records to {args.out}")
+        records = load_any(src, args.source, args.on_error, args.video_root)
+        items = rebase_episodes(records, args.out, args.paths)
+        save_episodes(args.out, items)
+    print(f"wrote {len(records)} records to {args.out} (media paths {args.paths} to its folder)")
     for err in records.skipped:
         print(f"skipped: {err}", file=sys.stderr)
     if records.skipped:
         print(f"skipped {len(records.skipped)} bad records", file=sys.stderr)
+    missing = missing_media(items)
+    if missing:
+        what = "images" if args.source == "proactivebench" else "videos"
+        first = ", ".join(missing[:MISSING_SHOWN]) + (" ..." if len(missing) > MISSING_SHOWN else "")
+        print(
+            f"warning: {len(missing)} of {len(items)} {what} not found: {first}; an evaluation will skip those "
+            "episodes. If the data moved, pass --video-root DIR (the folder the paths are relative to).",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -260,12 +210,20 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--episodes", required=True, help="episodes JSON/JSONL, or a ProactiveVideoQA anno.json")
         p.add_argument("--format", default="auto", choices=FORMATS, help="episodes file format (default: auto)")
-        p.add_argument("--judge", default="rule:token_f1", help=f"PAUC judge: {JUDGE_HELP}")
+        p.add_argument("--video-root", help="folder the episodes' video paths resolve against (a moved dataset)")
+        p.add_argument(
+            "--judge",
+            default="rule:token_f1",
+            help=f"PAUC judge, and PRS content scorer of free-text tasks (intervention): {JUDGE_HELP}",
+        )
         p.add_argument("--judge-concurrency", type=int, default=8, help="parallel judge requests")
         p.add_argument("--omega", type=float, nargs="+", default=[0, 0.5, 1], help="PAUC ω values")
         p.add_argument("--on-error", default="raise", choices=("raise", "skip"), help="bad episode records")
         p.add_argument(
-            "--silence", nargs="+", help=f"the model's silence signals (default: {' '.join(DEFAULT_SILENCE_SIGNALS)})"
+            "--silence",
+            nargs="+",
+            help="the model's own silence signals besides </Silence> (docs/spec.md §13), e.g. "
+            + " ".join(repr(x) for x in OTHER_SILENCE_SIGNALS),
         )
         p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
         p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -284,6 +242,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run folder: predictions.jsonl and the report")
     p.add_argument("--fps", type=float, help="frames per second (default: each episode's fps)")
     p.add_argument("--max-frames", type=int, help="keep only the latest K images in the model's history")
+    p.add_argument(
+        "--turn-format",
+        default="state_tokens",
+        choices=("state_tokens", "plain"),
+        help="state_tokens (default): a turn must be </Silence> or </Response> + content; plain: the model writes "
+        "bare text (a bare turn is a response, an empty one silence); docs/spec.md §13",
+    )
+    p.add_argument(
+        "--on-video-error",
+        default="skip",
+        choices=("skip", "raise"),
+        help="an episode whose video is missing, truncated or undecodable: skip it (named in results.json, "
+        "counted in the coverage; default) or stop",
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("convert", help="convert a public format to episodes")
@@ -291,6 +263,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="the input file")
     p.add_argument("--out", required=True, help="output file (episodes JSON; normalised JSONL for proactivebench)")
     p.add_argument("--on-error", default="raise", choices=("raise", "skip"), help="bad records: stop or skip")
+    p.add_argument(
+        "--video-root", help="folder the input's video (image) paths are relative to (default: the input's folder)"
+    )
+    p.add_argument(
+        "--paths",
+        default="relative",
+        choices=("relative", "absolute"),
+        help="write media paths relative to the output's folder (default) or absolute",
+    )
     p.set_defaults(func=cmd_convert)
 
     from proactive_eval.mcqa_cli import add_parser as add_mcqa

@@ -118,18 +118,21 @@ class Episode:
         )
 
 
-def load_episodes(path: str | Path, on_error: str = "raise") -> EpisodeList:
+def load_episodes(path: str | Path, on_error: str = "raise", video_root: str | Path | None = None) -> EpisodeList:
     """Load and validate episodes from a JSON list, ``{"episodes": [...]}`` or JSONL file.
 
     Args:
         path (`str` or `Path`): the file.
         on_error (`str`, *optional*, defaults to `"raise"`): `"raise"` stops at the first bad record with an
             `EpisodeError`; `"skip"` drops bad records, logs how many and why, and lists them in `.skipped`.
+        video_root (`str` or `Path`, *optional*): the folder relative ``video`` paths resolve against (a moved
+            dataset); defaults to the file's folder.
     """
     path = Path(path)
+    root = Path(video_root) if video_root is not None else path.parent
 
     def parse(record: Any, index: int) -> Episode:
-        return Episode.from_dict(record, file=str(path), base_dir=path.parent)
+        return Episode.from_dict(record, file=str(path), base_dir=root)
 
     return collect(read_records(path), path, parse, on_error)
 

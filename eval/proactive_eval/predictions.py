@@ -8,9 +8,12 @@ The official ProactiveVideoQA / MMDuet form is read too (one line per video)::
 
     {"question_id": "...", "model_response_list": [{"time": 3.0, "content": "...", "role": "assistant"}]}
 
-(user turns in ``model_response_list`` are ignored, as the official scorer does). Silent outputs are
-removed and the ``</Response>`` state token is stripped on load, so every scorer sees only responses
-``(t_j, ŷ_j)``. Which texts count as silence is a per-model setting (docs/spec.md §2).
+(user turns in ``model_response_list`` are ignored, as the official scorer does). Each stored text is classified
+by the one turn classifier of `proactive_rewards` (docs/spec.md §13) as a *stored response*: bare text is a
+response (its state token was stripped when it was stored), ``</Silence>`` or empty text is silence, a text that
+still holds state tokens is judged by the strict rule. A record ``{"time", "text", "malformed": true}`` is a
+malformed output (written by the streaming loop for a turn that broke the state-token protocol): it counts as an
+output in PRS and earns nothing. Other models' silence signals (``NO REPLY``) are a per-model setting.
 
 :class:`PredictionWriter` appends one line per finished episode and flushes it to disk, so an
 interrupted run loses at most the episode in progress; re-opening the file repairs a torn last line.
@@ -19,6 +22,7 @@ interrupted run loses at most the episode in progress; re-opening the file repai
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import tempfile
@@ -27,51 +31,59 @@ from pathlib import Path
 
 from proactive_eval.records import EpisodeError, iter_jsonl, read_text
 from proactive_rewards import Response, as_response
+from proactive_rewards.turns import MALFORMED, SILENCE, classify_turn
 
-RESPONSE_TOKEN = "</Response>"
-SILENCE_TOKEN = "</Silence>"
-#: Silence signals of the models people evaluate: the project's state token, and the plain-text signals
-#: other streaming models emit (``NO REPLY`` is MMDuet2's). Matched against the whole stripped output.
-DEFAULT_SILENCE_SIGNALS = (SILENCE_TOKEN, "Silence", "</silence>", "NO REPLY")
+logger = logging.getLogger(__name__)
+
+#: Silence signals of other streaming models (``NO REPLY`` is MMDuet2's). Never applied unless declared
+#: (``silence_signals`` / ``--silence``); a run whose outputs hold them undeclared is warned about.
+OTHER_SILENCE_SIGNALS = ("Silence", "</silence>", "NO REPLY")
 
 
-def strip_silence(text: str | None, silence_signals: Iterable[str] = DEFAULT_SILENCE_SIGNALS) -> str | None:
-    """The response content of one assistant turn, or `None` when the turn is silent (docs/spec.md §2).
-
-    A turn is silent when it is empty, equals one of `silence_signals` (after stripping whitespace) or
-    starts with the ``</Silence>`` state token. A leading ``</Response>`` token is removed. Model output is
-    never an error: anything else is a response, scored as it is.
+def turn_output(time: float, text, silence_signals: Iterable[str] = (), plain: bool = False) -> Response | None:
+    """One assistant turn as the output PRS scores: `None` when silent, else a `Response` (flagged ``malformed``
+    when it broke the protocol), by the one turn classifier (docs/spec.md §13).
 
     Example:
 
     ```python
-    >>> strip_silence("</Response> 3"), strip_silence("</Silence>"), strip_silence("NO REPLY")
-    ('3', None, None)
+    >>> turn_output(1.0, "</Response> 3"), turn_output(2.0, "</Silence>"), turn_output(3.0, "3")
+    (Response(time=1.0, text='3', malformed=False), None, Response(time=3.0, text='3', malformed=True))
 
     ```
     """
-    if text is None:
+    state, content = classify_turn(text, silence_signals, plain=plain)
+    if state == SILENCE:
         return None
-    text = str(text).strip()
-    signals = tuple(silence_signals)
-    if not text or text in signals or (SILENCE_TOKEN in signals and text.startswith(SILENCE_TOKEN)):
-        return None
-    if text.startswith(RESPONSE_TOKEN):
-        text = text[len(RESPONSE_TOKEN) :].strip()
-    return text
+    return Response(float(time), content, state == MALFORMED)
 
 
-def load_predictions(
-    path: str | Path, silence_signals: Iterable[str] = DEFAULT_SILENCE_SIGNALS
-) -> dict[str, list[Response]]:
+def warn_undeclared_silence(outputs: Iterable[Response], where: str) -> None:
+    """Log once when outputs read like another model's silence signal that was not declared."""
+    found: dict[str, int] = {}
+    for r in outputs:
+        if r.text in OTHER_SILENCE_SIGNALS:
+            found[r.text] = found.get(r.text, 0) + 1
+    if found:
+        listed = ", ".join(f"{n} × {t!r}" for t, n in found.items())
+        logger.warning(
+            "%s: outputs %s are scored as outputs; if that is the model's silence signal, declare it "
+            "(--silence / silence_signals)",
+            where,
+            listed,
+        )
+
+
+def load_predictions(path: str | Path, silence_signals: Iterable[str] = ()) -> dict[str, list[Response]]:
     """Read a predictions file (project JSONL, official ``model_response_list`` JSONL, or a JSON list of either).
 
     Args:
         path (`str` or `Path`): the file.
-        silence_signals (`Iterable[str]`, *optional*): texts that mean "silent" for this model (docs/spec.md §2).
+        silence_signals (`Iterable[str]`, *optional*): texts that mean "silent" for this model (docs/spec.md §13).
 
     Returns:
-        `dict[str, list[Response]]`: episode id → non-silent responses, sorted by time (stable).
+        `dict[str, list[Response]]`: episode id → non-silent outputs (malformed ones flagged), sorted by time
+        (stable).
 
     Raises:
         `EpisodeError`: naming the file, line/record id and field of a malformed record or a duplicate id.
@@ -84,6 +96,7 @@ def load_predictions(
         if rid in out:
             raise EpisodeError("duplicate id in predictions", file=str(path), record=rid, field="id")
         out[rid] = sorted(responses, key=lambda r: r.time)
+    warn_undeclared_silence((r for rs in out.values() for r in rs), str(path))
     return out
 
 
@@ -94,9 +107,10 @@ def save_predictions(path: str | Path, predictions: dict[str, Iterable]) -> None
 
 
 def prediction_line(episode_id: str, responses: Iterable) -> str:
-    """One JSONL line ``{"id", "responses": [{"time", "text"}]}`` (newline-terminated)."""
+    """One JSONL line ``{"id", "responses": [{"time", "text"[, "malformed": true]}]}`` (newline-terminated)."""
     items = [as_response(r) for r in responses]
-    record = {"id": str(episode_id), "responses": [{"time": r.time, "text": r.text} for r in items]}
+    rows = [{"time": r.time, "text": r.text, **({"malformed": True} if r.malformed else {})} for r in items]
+    record = {"id": str(episode_id), "responses": rows}
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
@@ -208,7 +222,11 @@ def _parse_record(record, path: Path, where: str, signals: tuple[str, ...]) -> t
         time = item["time"]
         if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time):
             raise fail(fld + ".time", f"must be a finite number, got {time!r}")
-        text = strip_silence(item.get(text_key, item.get("text")), signals)
-        if text is not None:
-            responses.append(Response(float(time), text))
+        text = item.get(text_key, item.get("text"))
+        if item.get("malformed") is True:
+            output = Response(float(time), text if isinstance(text, str) else "", True)
+        else:
+            output = turn_output(time, text, signals, plain=True)
+        if output is not None:
+            responses.append(output)
     return rid, responses

@@ -25,15 +25,51 @@ from proactive_eval.predictions import atomic_write_text
 
 
 def build_results(
-    pauc: PAUCResult | None = None, prs: PRSReport | None = None, meta: dict[str, Any] | None = None
+    pauc: PAUCResult | None = None,
+    prs: PRSReport | None = None,
+    meta: dict[str, Any] | None = None,
+    failures: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The results JSON: ``{"meta", "pauc", "prs"}`` summaries (numbers × 100 as in the papers)."""
+    """The results JSON: ``{"meta", "pauc", "prs", "failures"}`` (numbers × 100 as in the papers).
+
+    `failures` are the episodes that could not be played, ``{"id", "group", "reason"}`` each (see
+    :func:`failure_rows`); every summary row (overall and per group) then says ``failed_episodes`` and
+    ``coverage`` = scored / (scored + failed), so no number is read without knowing what it covers.
+    """
     out: dict[str, Any] = {"meta": dict(meta or {})}
+    failures = list(failures or [])
     if pauc is not None:
-        out["pauc"] = pauc.summary()
+        out["pauc"] = _with_coverage(pauc.summary(), "num_videos", [f for f in failures if _is_pvqa(f)])
     if prs is not None:
-        out["prs"] = prs.summary()
+        out["prs"] = _with_coverage(prs.summary(), "num_episodes", [f for f in failures if not _is_pvqa(f)])
+    out["failures"] = failures
     return out
+
+
+def failure_rows(failed: dict[str, str], episodes: Sequence) -> list[dict[str, str]]:
+    """``{"id", "group", "reason"}`` per failed episode, in episode order."""
+    from proactive_eval.metrics.pauc import episode_group
+
+    return [{"id": e.id, "group": episode_group(e), "reason": failed[e.id]} for e in episodes if e.id in failed]
+
+
+def _is_pvqa(failure: dict[str, str]) -> bool:
+    return failure["group"].split(":")[0] == "pvqa"
+
+
+def _with_coverage(summary: dict[str, Any], count_key: str, failures: list[dict[str, str]]) -> dict[str, Any]:
+    def add(row: dict[str, Any], failed: int) -> None:
+        row["failed_episodes"] = failed
+        row["coverage"] = f"{row[count_key]}/{row[count_key] + failed}"
+
+    add(summary["overall"], len(failures))
+    groups = summary["groups"]
+    for f in failures:
+        if f["group"] not in groups:  # every episode of the group failed
+            groups[f["group"]] = {count_key: 0}
+    for name, row in groups.items():
+        add(row, sum(f["group"] == name for f in failures))
+    return summary
 
 
 def _fmt(value, digits: int = 2) -> str:
@@ -53,26 +89,25 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 def pauc_table(summary: dict[str, Any]) -> str:
     """Markdown PAUC table: one row per task/subset and an overall row (turn-weighted, official; × 100)."""
     omegas = [k.split("=", 1)[1] for k in summary["overall"] if k.startswith("omega=")]
-    header = ["group", "videos", "turns", "answered"] + [f"PAUC ω={o}" for o in omegas]
+    header = ["group", "coverage", "videos", "turns", "answered"] + [f"PAUC ω={o}" for o in omegas]
     header += ["video-avg ω=0.5" if "0.5" in omegas else f"video-avg ω={omegas[0]}", "unparseable"]
     video_key = "video_omega=0.5" if "0.5" in omegas else f"video_omega={omegas[0]}"
     rows = []
     for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
-        row = [name, s["num_videos"], s["num_turns"], s["answered_turns"]]
-        rows.append(row + [s[f"omega={o}"] for o in omegas] + [s[video_key], s["unparseable"]])
+        row = [name, s.get("coverage"), s["num_videos"], s.get("num_turns"), s.get("answered_turns")]
+        rows.append(row + [s.get(f"omega={o}") for o in omegas] + [s.get(video_key), s.get("unparseable")])
     return _table(header, rows)
 
 
 def prs_table(summary: dict[str, Any]) -> str:
     """Markdown PRS table: one row per task and an overall row (× 100; latency in seconds)."""
-    header = ["task", "episodes", "targets", "PRS-U", "PRS-B", "PRS-U no-pen.", "PRS-B no-pen."]
-    header += ["resp/target (U)", "resp/target (B)", "median latency B (s)"]
+    header = ["task", "coverage", "targets", "PRS-U", "PRS-B", "PRS-U no-pen.", "PRS-B no-pen."]
+    header += ["resp/target (U)", "resp/target (B)", "median latency B (s)", "malformed", "content scorer"]
+    keys = ["num_targets", "prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "resp_per_target_u"]
+    keys += ["resp_per_target_b", "median_latency_b", "malformed_outputs", "content_scorer"]
     rows = []
     for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
-        rows.append(
-            [name, s["num_episodes"], s["num_targets"], s["prs_u"], s["prs_b"], s["prs_u_nopenalty"]]
-            + [s["prs_b_nopenalty"], s["resp_per_target_u"], s["resp_per_target_b"], s["median_latency_b"]]
-        )
+        rows.append([name, s.get("coverage", s["num_episodes"])] + [s.get(k) for k in keys])
     return _table(header, rows)
 
 
@@ -93,6 +128,10 @@ def markdown_report(results: dict[str, Any]) -> str:
         p = results["prs"]
         parts += ["", "## PRS (P³I, docs/spec.md §4), × 100", "", prs_table(p)]
         parts.append(f"\nepisodes without targets (not scored): {p['episodes_without_targets']}")
+    failures = results.get("failures") or []
+    if failures:
+        parts += ["", f"## Episodes not played ({len(failures)}; not scored, see coverage)", ""]
+        parts += [f"- `{f['id']}` ({f['group']}): {f['reason']}" for f in failures]
     return "\n".join(parts) + "\n"
 
 

@@ -2,12 +2,19 @@
 
 For each episode the policy is reset, then stepped once per sampled frame, in time order, seeing only the
 past: the frame(s) of this step, the instruction (first turn) and any scheduled user text whose time has
-come (it joins the first frame turn at or after its time). Each assistant turn is cleaned of the model's
-silence signal and ``</Response>`` token; the non-empty ones become responses ``(t_j, ŷ_j)``.
+come (it joins the first frame turn at or after its time). Each assistant turn is classified by the one turn
+classifier of `proactive_rewards` (docs/spec.md §13): silent turns are dropped, responses become ``(t_j, ŷ_j)``
+and malformed turns are kept as outputs flagged ``malformed`` (PRS counts them and gives them nothing, as the
+rewards do).
 
 Predictions are written one line per finished episode (flushed and fsynced), so a run that is killed loses
 at most the episode in progress; started again on the same file, it skips the episodes already written
 (repairing a torn last line) and ends with the same file an uninterrupted run writes.
+
+An episode whose video is missing, truncated or undecodable (`proactive_eval.video.VideoError`) is not an
+error of the run: it is recorded in ``failed`` with its reason, logged, and skipped; the others are played
+(``on_error="raise"`` stops at the first instead). A failed episode is not written, so a later run tries it
+again (after the video is fixed).
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ from typing import Any
 
 from proactive_eval.episodes import Episode
 from proactive_eval.policy import Observation, StreamingPolicy
-from proactive_eval.predictions import SILENCE_TOKEN, PredictionWriter, load_predictions, strip_silence
+from proactive_eval.predictions import PredictionWriter, load_predictions, turn_output, warn_undeclared_silence
 from proactive_rewards import Response
+from proactive_rewards.turns import RESPONSE, RESPONSE_TOKEN, SILENCE_TOKEN, classify_turn
 
 logger = logging.getLogger(__name__)
 
@@ -39,20 +47,29 @@ def run_episode(
     policy: StreamingPolicy,
     episode: Episode,
     frame_source: FrameSource | None = None,
-    silence_signals: Sequence[str] = (SILENCE_TOKEN,),
+    silence_signals: Sequence[str] = (),
     max_frames: int | None = None,
+    plain: bool = False,
 ) -> list[Response]:
-    """Stream one episode through `policy` and return its responses (P³I Algorithm 1).
+    """Stream one episode through `policy` and return its non-silent outputs (P³I Algorithm 1).
 
     Args:
         policy (`StreamingPolicy`): reset once, then stepped once per frame.
         episode (`Episode`): the episode.
         frame_source (`Callable`, *optional*): ``episode -> iterable of (time, frame)``, deduplicated and in
             time order; defaults to `proactive_eval.video.iter_frames` (sampling at the episode's fps).
-        silence_signals (`Sequence[str]`, *optional*, defaults to ``("</Silence>",)``): the model's silence
-            signals (docs/spec.md §2), stripped from its outputs.
+        silence_signals (`Sequence[str]`, *optional*): the model's extra silence signals (docs/spec.md §13);
+            ``</Silence>`` always is one.
         max_frames (`int`, *optional*): passed to the policy as ``observation.meta["max_frames"]``: keep only
             the latest K images in the history (text stays).
+        plain (`bool`, *optional*, defaults to `False`): the model writes bare text, not state tokens
+            (docs/spec.md §13): a bare turn is a response, an empty one silence.
+
+    Returns:
+        `list[Response]`: responses, and malformed turns flagged ``malformed=True``.
+
+    Raises:
+        `VideoError` (from the default frame source) when the video cannot be read to its end.
     """
     frames = (frame_source or _default_frames)(episode)
     policy.reset(episode)
@@ -68,9 +85,9 @@ def run_episode(
         if max_frames is not None:
             meta["max_frames"] = int(max_frames)
         observation = Observation(episode.id, step, float(time), [frame], episode.instruction, "\n".join(texts), meta)
-        text = strip_silence(policy.step(observation), silence_signals)
-        if text:
-            responses.append(Response(float(time), text))
+        output = turn_output(time, policy.step(observation), silence_signals, plain=plain)
+        if output is not None:
+            responses.append(output)
     if next_turn < len(pending):
         logger.warning(
             "episode %r: %d user turn(s) after the last frame were never shown", episode.id, len(pending) - next_turn
@@ -80,15 +97,34 @@ def run_episode(
     return responses
 
 
+class StreamingRun(dict):
+    """What `run_streaming` returns: episode id → outputs (finished episodes, resumed ones included, in episode
+    order), plus ``failed``: episode id → the reason it could not be played (docs/spec.md §1)."""
+
+    def __init__(self, outputs=(), failed: dict[str, str] | None = None, resumed: int = 0):
+        super().__init__(outputs)
+        self.failed: dict[str, str] = dict(failed or {})
+        self.resumed = resumed
+
+
+def episode_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that fail one episode rather than the run: an unreadable video or frames folder."""
+    from proactive_eval.video import VideoError
+
+    return (VideoError,)
+
+
 def run_streaming(
     policy: StreamingPolicy,
     episodes: Iterable[Episode],
     predictions_path: str | Path,
     frame_source: FrameSource | None = None,
-    silence_signals: Sequence[str] = (SILENCE_TOKEN,),
+    silence_signals: Sequence[str] = (),
     max_frames: int | None = None,
     progress: bool = True,
-) -> dict[str, list[Response]]:
+    plain: bool = False,
+    on_error: str = "skip",
+) -> StreamingRun:
     """Run `policy` over `episodes`, appending predictions to `predictions_path`; resumable.
 
     Args:
@@ -96,16 +132,22 @@ def run_streaming(
         episodes (`Iterable[Episode]`): the episodes, in the order to run them.
         predictions_path (`str` or `Path`): JSONL ``{"id", "responses": [{"time", "text"}]}``; episodes already
             in it are skipped (a torn last line from a killed run is dropped and that episode redone).
-        frame_source, silence_signals, max_frames: as in :func:`run_episode`.
+        frame_source, silence_signals, max_frames, plain: as in :func:`run_episode`.
         progress (`bool`, *optional*, defaults to `True`): show a progress bar.
+        on_error (`str`, *optional*, defaults to `"skip"`): an episode whose video cannot be read: ``"skip"``
+            records it in ``failed`` and goes on; ``"raise"`` stops the run with the `VideoError`.
 
     Returns:
-        `dict[str, list[Response]]`: the responses of every episode, in episode order (resumed ones included).
+        `StreamingRun`: the outputs of every finished episode, in episode order, and the failed ones.
     """
     from tqdm.auto import tqdm
 
+    if on_error not in ("skip", "raise"):
+        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
     episodes = list(episodes)
     results: dict[str, list[Response]] = {}
+    failed: dict[str, str] = {}
+    skippable = episode_errors()
     with PredictionWriter(predictions_path) as writer:
         done = set(writer.done_ids)
         previous = load_predictions(predictions_path, silence_signals) if done else {}
@@ -118,9 +160,20 @@ def run_streaming(
                 len(episodes),
             )
         for episode in tqdm(todo, disable=not progress, desc="streaming", unit="episode"):
-            results[episode.id] = run_episode(policy, episode, frame_source, silence_signals, max_frames)
+            try:
+                results[episode.id] = run_episode(
+                    policy, episode, frame_source, silence_signals, max_frames, plain=plain
+                )
+            except skippable as err:
+                if on_error == "raise":
+                    raise
+                failed[episode.id] = str(err)
+                logger.warning("episode %r not played: %s", episode.id, err)
+                continue
             writer.write(episode.id, results[episode.id])
-    return {e.id: results[e.id] if e.id in results else previous.get(e.id, []) for e in episodes}
+    warn_undeclared_silence((r for rs in results.values() for r in rs), str(predictions_path))
+    outputs = {e.id: results[e.id] if e.id in results else previous[e.id] for e in episodes if e.id not in failed}
+    return StreamingRun(outputs, failed, resumed=len(episodes) - len(todo))
 
 
 class SilentPolicy:
@@ -150,8 +203,9 @@ class ScriptedPolicy:
     after the last frame are never said.
 
     Args:
-        responses_by_episode (`dict`): episode id → list of ``(time, text)``; `text` is sent as
-            ``</Response> text`` unless it already starts with a state token.
+        responses_by_episode (`dict`): episode id → list of ``(time, text)`` or `Response`; `text` is sent as
+            ``</Response> text`` unless it already starts with a state token; a `Response` flagged ``malformed``
+            (a replayed predictions file) is sent as its bare text, which is malformed again (docs/spec.md §13).
         silence (`str`, *optional*, defaults to ``"</Silence>"``): the output of a step with nothing due.
         raw (`bool`, *optional*, defaults to `False`): send scripted texts exactly as given (to script other
             models' outputs, e.g. ``"NO REPLY"``); several raw lines due at one step are still joined as above.
@@ -165,10 +219,13 @@ class ScriptedPolicy:
         silence: str = SILENCE_TOKEN,
         raw: bool = False,
     ):
-        self.script = {eid: sorted(items, key=lambda x: x[0]) for eid, items in responses_by_episode.items()}
+        self.script = {
+            eid: sorted((_script_line(item) for item in items), key=lambda x: x[0])
+            for eid, items in responses_by_episode.items()
+        }
         self.silence, self.raw = silence, raw
         self.log: list[tuple[str, int, float, str]] = []
-        self._queue: list[tuple[float, str]] = []
+        self._queue: list[tuple[float, str, bool]] = []
 
     def reset(self, episode) -> None:
         self._queue = list(self.script.get(episode.id, []))
@@ -178,13 +235,24 @@ class ScriptedPolicy:
         due = 0
         while due < len(self._queue) and self._queue[due][0] <= observation.time + _EPS:
             due += 1
-        texts = [text for _, text in self._queue[:due]]
+        lines = self._queue[:due]
         del self._queue[:due]
-        if not texts:
+        if not lines:
             return self.silence
-        if len(texts) == 1:
-            text = texts[0]
-            return text if self.raw or text.lstrip().startswith("</") else f"</Response> {text}"
-        contents = [strip_silence(text, (self.silence, SILENCE_TOKEN)) for text in texts]
-        joined = " ".join(dict.fromkeys(c for c in contents if c))  # dict: drop repeats, keep order
-        return f"</Response> {joined}" if joined else self.silence
+        if len(lines) == 1:
+            _, text, malformed = lines[0]
+            if self.raw or malformed or text.lstrip().startswith("</"):
+                return text
+            return f"{RESPONSE_TOKEN} {text}"
+        turns = [classify_turn(text, (self.silence,), plain=True) for _, text, malformed in lines if not malformed]
+        joined = " ".join(dict.fromkeys(c for state, c in turns if state == RESPONSE))  # dict: drop repeats
+        if not joined and any(malformed for *_, malformed in lines):
+            return next(text for _, text, malformed in lines if malformed)
+        return f"{RESPONSE_TOKEN} {joined}" if joined else self.silence
+
+
+def _script_line(item) -> tuple[float, str, bool]:
+    if isinstance(item, Response):
+        return item.time, item.text, item.malformed
+    time, text = item
+    return time, text, False

@@ -62,8 +62,8 @@ def iter_frames(episode, fps: float | None = None) -> Iterator[tuple[float, np.n
         fps (`float`, *optional*): the sampling rate; defaults to the episode's `fps`.
 
     Raises:
-        `VideoError` naming the file for a missing, empty, corrupt or frameless video, a missing or empty
-        frames folder, or an image that fails to decode.
+        `VideoError` naming the file for a missing, empty, corrupt, truncated (frames stop well before the end the
+        file declares) or frameless video, a missing or empty frames folder, or an image that fails to decode.
     """
     fps = float(fps if fps is not None else episode.fps)
     path = episode.video_path()
@@ -103,14 +103,33 @@ def read_video_frames(path: str | Path, times: list[float]) -> Iterator[tuple[fl
         stream.thread_type = "AUTO"
         try:
             yield from _select_frames(container, stream, sorted(times))
+        except _Truncated as err:
+            raise VideoError(f"truncated video ({err})", file=path) from None
         except (av.error.FFmpegError, OSError, ValueError) as err:
             raise VideoError(f"corrupt video ({err})", file=path) from None
+
+
+class _Truncated(Exception):
+    """The frames stop well before the end the video stream declares (a file cut short)."""
+
+
+def _check_not_truncated(stream, last_time: float | None, last_wanted: float) -> None:
+    """Raise `_Truncated` when decoding ended before `last_wanted` (the last sample time) and well before
+    the video stream's declared end: a cut file (its index still says the full length) decodes only its head."""
+    if last_time is None or stream.duration is None or stream.time_base is None:
+        return
+    base = float(stream.time_base)
+    end = (stream.start_time or 0) * base + stream.duration * base
+    interval = 1.0 / float(stream.average_rate) if stream.average_rate else 0.0
+    # Tolerance: a frame interval for the last frame's own length, plus max(1 s, 2 intervals) of slack.
+    if last_wanted > last_time + interval and end - (last_time + interval) > max(1.0, 2 * interval):
+        raise _Truncated(f"frames stop at {last_time:.2f} s; the video stream says it lasts {end:.2f} s")
 
 
 def _select_frames(container, stream, times: list[float]) -> Iterator[tuple[float, np.ndarray]]:
     base = float(stream.time_base) if stream.time_base is not None else None
     rate = float(stream.average_rate) if stream.average_rate else None
-    i, prev, prev_time, decoded, last_emitted = 0, None, None, 0, None
+    i, prev, prev_time, decoded, last_emitted, last_time = 0, None, None, 0, None, None
 
     def emit(sample_time, frame, frame_time):
         nonlocal last_emitted
@@ -127,6 +146,7 @@ def _select_frames(container, stream, times: list[float]) -> Iterator[tuple[floa
             else:
                 frame_time = decoded / rate if rate else float(decoded)
             decoded += 1
+            last_time = frame_time if last_time is None else max(last_time, frame_time)
             # Every sample time before this frame resolves to the previous frame (or this one, at the start).
             while i < len(times) and frame_time > times[i] + _EPS:
                 source, source_time = (prev, prev_time) if prev is not None else (frame, frame_time)
@@ -147,6 +167,8 @@ def _select_frames(container, stream, times: list[float]) -> Iterator[tuple[floa
             break
     if decoded == 0:
         raise ValueError("no frames could be decoded")
+    if i < len(times):
+        _check_not_truncated(stream, last_time, times[-1])
     # Sample times after the last frame resolve to it.
     while i < len(times):
         out = emit(times[i], prev, prev_time) if prev is not None else None

@@ -5,7 +5,7 @@ needs no edit anywhere else (docs/architecture.md, "a new evaluator")::
 
     @register_evaluator("answer_length")
     class AnswerLength(Evaluator):
-        def generate(self, model, processor, items): ...
+        def generate(self, model, processor, items, writer=None): ...
         def score(self, records, out_dir, plots=True): ...
 
 A user evaluator outside the library is named by its import path instead (``type: my_package.module.MyEvaluator``).
@@ -14,7 +14,8 @@ An evaluator is used in three stages, so that the expensive part is spread over 
 
 1. ``items()``: the episodes / environments, built once, identically on every rank (deterministic), or given when
    the evaluator is constructed (``items=``: a caller that already holds its environments or episodes);
-2. ``generate(model, processor, items)``: run the model on this rank's shard; returns picklable records;
+2. ``generate(model, processor, items, writer=None)``: run the model on this rank's shard; returns picklable
+   records (a ``resumable`` evaluator also hands each finished item to `writer`);
 3. ``score(records, out_dir)``: on the main process, on the gathered records of every rank: metrics, summary,
    sample rows and report files (`Scored`).
 """
@@ -78,6 +79,8 @@ class Evaluator:
     """
 
     SAMPLE_COLUMNS = ["evaluator", "id", "task", "targets", "responses", "score"]
+    #: generate() stores each finished item through its `writer`, so an interrupted run can resume
+    resumable = False
 
     def __init__(self, config, progress: bool = False, log_samples: int = 4, items: list | None = None):
         self.config, self.name = config, config.name
@@ -99,7 +102,9 @@ class Evaluator:
     def _load(self) -> list:
         raise NotImplementedError(f"{type(self).__name__}: give `items=` or implement _load()")
 
-    def generate(self, model, processor, items: list) -> list[dict]:
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        """Records of this rank's `items`; `writer` (a `PredictionWriter`, resumable evaluators) receives each
+        finished item as it ends."""
         raise NotImplementedError
 
     def score(self, records: list[dict], out_dir, plots: bool = True) -> Scored:

@@ -33,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default=None, help="model dtype: float32, bfloat16, float16, auto (default: auto)")
     parser.add_argument("--report_to", default="none", help="comma-separated: wandb, tensorboard, trackio, or none")
     parser.add_argument("--no-plots", action="store_true", help="no report / leaderboard plots")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="--model: replay every episode (default: reuse those a previous run on this checkpoint finished in --out)",
+    )
     watch = parser.add_argument_group("watching (--watch)")
     watch.add_argument("--poll", type=float, default=30.0, help="seconds between scans (default: 30)")
     watch.add_argument(
@@ -41,6 +46,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     watch.add_argument("--once", action="store_true", help="evaluate the checkpoints there now, then exit")
     watch.add_argument("--follow", action="store_true", help="keep watching after the run has finished")
     watch.add_argument("--max-idle", type=float, default=None, help="exit after this many seconds with nothing new")
+
+
+def coverage_table(results: dict) -> str:
+    """Every metric beside the coverage of its evaluator (scored / total episodes) and the episodes not played."""
+    lines = ["| evaluator | metric | value | coverage |", "|---|---|---|---|"]
+    notes = []
+    for name, entry in results["evaluators"].items():
+        if entry.get("status") != "ok":
+            lines.append(f"| {name} | (failed: {entry.get('stage')}) | – | – |")
+            continue
+        summary = entry.get("summary") or {}
+        overall = summary.get("overall") or {}
+        coverage = overall.get("coverage", str(entry.get("num_items", "–")))
+        groups = summary.get("groups") or {}
+        for key, value in entry["metrics"].items():
+            if key == "coverage" or key.endswith("/coverage") or key == "failed_episodes":
+                continue
+            group = key.rsplit("/", 1)[0] if "/" in key else None
+            row_coverage = (groups.get(group) or {}).get("coverage", coverage) if group else coverage
+            shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+            lines.append(f"| {name} | {key} | {shown} | {row_coverage} |")
+        for failure in summary.get("failures") or []:
+            notes.append(f"{name}: {failure['id']} not played: {failure['reason']}")
+    return "\n".join(lines + notes)
 
 
 def load_checkpoint(path: str | Path, dtype: str | None = None):
@@ -87,13 +116,15 @@ def run(args: argparse.Namespace) -> int:
             model,
             processor,
             evaluators,
-            out_dir=out if state.is_main_process else None,
+            out_dir=out,  # every rank: resumable runs store each finished episode as it ends
             plots=not args.no_plots,
             meta={"checkpoint": args.model},
+            resume=not args.fresh,
         )
         if state.is_main_process:
             log_results(results, results.get("step") or 0, report_to=report_to, logging_dir=str(out / "tb"))
             print(json.dumps({"metrics": results["metrics"], "incomplete": results["incomplete"]}, indent=1))
+            print(coverage_table(results))
             print(f"results: {out / 'results.json'}")
         return 0 if results["complete"] else 1
 

@@ -6,6 +6,7 @@ Example (a recipe's ``eval_callback`` block; every key is optional except ``eval
       on_save: true            # evaluate each checkpoint as it is saved
       every_n_steps: null      # and/or every N optimizer steps
       fail_fast: false         # a failing evaluator is recorded as incomplete; training goes on
+      # an episode whose video cannot be played is skipped and counted (coverage); on_error: raise stops
       evaluators:
         - {type: prs, episodes: [{source: synthetic, task: atomic, num_episodes: 4, seed: 99}]}
         - {type: pauc, episodes: [{source: data/pvqa_val.json}], max_items: 50,
@@ -25,6 +26,7 @@ from typing import Any
 from proactive_rl.evaluation.base import evaluator_class
 
 JUDGE_TYPES = ("rule", "openai")
+ON_ERROR = ("skip", "raise")
 
 
 def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> dict:
@@ -60,15 +62,20 @@ class EvaluatorConfig:
         max_new_tokens (`int`, *optional*, defaults to `16`): longest assistant turn.
         max_frames (`int`, *optional*): keep only the latest K frames in context (docs/spec.md §2).
         alpha (`float`, *optional*, defaults to `0.05`): PRS temporal decay (docs/spec.md §4).
-        judge (`dict`, *optional*): ``pauc`` / ``oeg``: ``{type: rule, kind: token_f1|rouge_l}`` (default) or
-            ``{type: openai, base_url, model, ...}`` (any `proactive_eval.judges.OpenAIJudge` argument; ``oeg``
-            sets its ``system_prompt`` to the authors' OEG judge prompt).
+        judge (`dict`, *optional*): ``pauc`` / ``oeg``: the judge; ``prs``: the content scorer of free-text tasks
+            (intervention, docs/spec.md §4). ``{type: rule, kind: token_f1|rouge_l}`` (default: token_f1, the
+            intervention reward's scorer) or ``{type: openai, base_url, model, ...}`` (any
+            `proactive_eval.judges.OpenAIJudge` argument; ``oeg`` sets its ``system_prompt`` to the authors' OEG
+            judge prompt).
         hint (`bool`, *optional*, defaults to `False`): ``mcqa``: add the dataset's hint to each question, as the
             suggestion trainer's ``hint`` does (ProactiveBench §4.3); ``oeg``: append the generic OEG hint to the
             question (ProactiveBench Table 9; `proactive_eval.oeg.OEG_HINT`).
         answer_letters_only (`bool`, *optional*, defaults to `False`): ``mcqa``: only option letters may be
             generated (the first N, N the most options any of the environments shows), as the suggestion
             trainer's ``answer_letters_only`` samples.
+        on_error (`str`, *optional*, defaults to `"skip"`): ``prs`` / ``pauc``: an episode whose video is missing,
+            truncated or undecodable is skipped, named in the summary and counted in ``coverage`` (``skip``), or
+            fails the evaluator (``raise``).
         protocol (`str`, *optional*, defaults to `"filtered"`): ``mcqa`` / ``oeg`` on ProactiveBench JSONL: the
             paper's filtered benchmark (Table 1) or ``"unfiltered"`` (Table 4, and any data that is not the
             benchmark's, e.g. synthetic exports); `proactive_eval.formats.proactivebench_protocol`.
@@ -87,6 +94,7 @@ class EvaluatorConfig:
     judge: dict[str, Any] | None = None
     hint: bool = False
     answer_letters_only: bool = False
+    on_error: str = "skip"
     protocol: str = "filtered"
     skip: dict[str, Any] | None = None
 
@@ -98,6 +106,8 @@ class EvaluatorConfig:
         for key in ("hint", "answer_letters_only"):
             if not isinstance(getattr(cfg, key), bool):
                 raise ValueError(f"{where}.{key}: a boolean, got {getattr(cfg, key)!r}")
+        if cfg.on_error not in ON_ERROR:
+            raise ValueError(f"{where}.on_error: expected one of {', '.join(ON_ERROR)}, got {cfg.on_error!r}")
         for key in ("max_items", "max_frames"):
             value = getattr(cfg, key)
             if value is not None and (not isinstance(value, int) or value < 1):

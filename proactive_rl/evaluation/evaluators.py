@@ -2,9 +2,13 @@
 KV-cache streaming policy; the ProactiveBench ones (MCQA, OEG) are in `proactive_rl.evaluation.proactivebench`.
 
 Each is an `Evaluator` (`proactive_rl.evaluation.base`: items → generate on this rank's shard → score on the main
-process) registered under its ``type``. Records are ``{"id", "responses"}`` per episode; scores come from the
-benchmark scorers (`proactive_eval.metrics`, the code the rewards share, STYLE.md #4). Metric names are flat
-(``prs_b``, ``atomic/prs_b``, ``pauc_w0.5``); numbers are × 100 as in the papers.
+process) registered under its ``type``. Records are ``{"id", "responses"}`` per episode, or ``{"id", "failed":
+reason}`` for an episode whose video could not be played; scores come from the benchmark scorers
+(`proactive_eval.metrics`, the code the rewards share, STYLE.md #4). Metric names are flat (``prs_b``,
+``atomic/prs_b``, ``pauc_w0.5``); numbers are × 100 as in the papers. Streaming evaluators also log ``coverage``
+(scored / total episodes, per task too) and ``failed_episodes``: an episode whose video is missing, truncated or
+undecodable is skipped and named (``on_error: raise`` stops instead), and its turns are classified by the one rule
+the rewards use (docs/spec.md §13). They are resumable (`proactive_rl.evaluation.resume`).
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ def make_judge(config: dict[str, Any], **defaults):
 
 
 def _fmt_items(items) -> str:
-    return "; ".join(f"{float(t):.1f}s {text}" for t, text in items)
+    return "; ".join(f"{float(t):.1f}s {text}" for t, text, *_ in items)
 
 
 class _StreamingEvaluator(Evaluator):
+    resumable = True
+
     @classmethod
     def check_config(cls, config, where: str) -> None:
         if config.episodes is None:
@@ -52,34 +58,60 @@ class _StreamingEvaluator(Evaluator):
         episodes, _ = load_mixture(self.config.episodes)
         return episodes
 
-    def generate(self, model, processor, items: list) -> list[dict]:
-        from proactive_eval.streaming import run_episode
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        from proactive_eval.streaming import episode_errors, run_episode
         from proactive_rl.data.frames import frames_of
         from proactive_rl.evaluation.policy import model_policy
 
         policy = model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
+        unplayable = episode_errors()
         records = []
         for episode in self._progress(items, "episode"):
-            responses = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
-            records.append({"id": episode.id, "responses": [(r.time, r.text) for r in responses]})
+            try:
+                outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
+            except unplayable as err:
+                if self.config.on_error == "raise":
+                    raise
+                logger.warning("evaluator %r: episode %r not played: %s", self.name, episode.id, err)
+                records.append({"id": episode.id, "failed": str(err)})
+                continue
+            if writer is not None:
+                writer.write(episode.id, outputs)
+            records.append({"id": episode.id, "responses": [(r.time, r.text, r.malformed) for r in outputs]})
         return records
 
-    def _predictions(self, records: list[dict], out_dir: Path | None) -> dict[str, list]:
+    def _predictions(self, records: list[dict], out_dir: Path | None) -> tuple[dict[str, list], dict[str, str]]:
+        """``(episode id → outputs, episode id → failure reason)``; the outputs are written to
+        ``predictions.jsonl`` first (a judge that is down must not lose what the model said)."""
         from proactive_eval.predictions import atomic_write_text, prediction_line
         from proactive_rewards import Response
 
-        predictions = {r["id"]: [Response(float(t), text) for t, text in r["responses"]] for r in records}
+        failed = {r["id"]: r["failed"] for r in records if "failed" in r}
+        predictions = {
+            r["id"]: [Response(float(t), text, bool(malformed)) for t, text, malformed in r["responses"]]
+            for r in records
+            if "failed" not in r
+        }
         if out_dir is not None:
-            # Written before scoring: a judge that is down must not lose what the model said.
             order = [e.id for e in self.items() if e.id in predictions]
             text = "".join(prediction_line(eid, predictions[eid]) for eid in order)
             atomic_write_text(out_dir / "predictions.jsonl", text)
-        return predictions
+        return predictions, failed
+
+    def _coverage(self, results: dict, key: str, metrics: dict[str, float]) -> None:
+        """``coverage`` (scored / total) and ``failed_episodes`` next to the metrics, overall and per group."""
+        rows = [("", results[key]["overall"])] + [(f"{g}/", r) for g, r in results[key]["groups"].items()]
+        for prefix, row in rows:
+            scored, total = (int(x) for x in row["coverage"].split("/"))
+            metrics[f"{prefix}coverage"] = scored / total if total else 0.0
+        metrics["failed_episodes"] = float(results[key]["overall"]["failed_episodes"])
 
     def _samples(self, predictions: dict, scores: dict[str, float]) -> list[list[Any]]:
         rows = []
         for episode in self.items()[: self.log_samples]:
-            responses = [(r.time, r.text) for r in predictions.get(episode.id, [])]
+            responses = [
+                (r.time, ("(malformed) " if r.malformed else "") + r.text) for r in predictions.get(episode.id, [])
+            ]
             targets = [(t.time, t.text) for t in episode.targets]
             rows.append([self.name, episode.id, episode.task, _fmt_items(targets), _fmt_items(responses)])
             rows[-1].append(scores.get(episode.id))
@@ -88,25 +120,42 @@ class _StreamingEvaluator(Evaluator):
 
 @register_evaluator("prs")
 class PRSEvaluator(_StreamingEvaluator):
-    """Streaming PRS-U / PRS-B on held-out episodes (docs/spec.md §4, P³I §4)."""
+    """Streaming PRS-U / PRS-B on held-out episodes (docs/spec.md §4, P³I §4). Free-text tasks (intervention) take
+    their content score from the ``judge`` block, as the intervention reward does by default (token-F1); the
+    summary names the scorer of every task."""
+
+    def content_scorers(self):
+        from proactive_eval.metrics.content import JudgeScorer, content_scorers
+
+        judge = self.config.judge
+        if judge.get("type", "rule") == "rule":
+            return content_scorers(f"rule:{judge.get('kind', 'token_f1')}")
+        return content_scorers(JudgeScorer(make_judge(judge), f"openai:{judge['model']}@{judge['base_url']}"))
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_prs
-        from proactive_eval.report import build_results, write_report
+        from proactive_eval.report import build_results, failure_rows, write_report
 
-        predictions = self._predictions(records, out_dir)
-        episodes = self.items()
-        report = score_prs(episodes, predictions, alpha=self.config.alpha)
-        summary = report.summary()
+        predictions, failed = self._predictions(records, out_dir)
+        episodes = [e for e in self.items() if e.id not in failed]
+        scorers = self.content_scorers()
+        report = score_prs(episodes, predictions, alpha=self.config.alpha, content_scorer=scorers)
+        results = build_results(prs=report, failures=failure_rows(failed, self.items()))
+        summary = {**results["prs"], "failures": results["failures"]}
+        judge = next((s.judge for s in scorers.values() if hasattr(s, "judge")), None)
+        if judge is not None:
+            summary["judge_stats"] = judge.stats.as_dict()
         metrics = {k: summary["overall"][k] for k in _PRS_KEYS if summary["overall"].get(k) is not None}
         for task, stats in summary["groups"].items():
-            metrics[f"{task}/prs_b"] = stats["prs_b"]
+            if stats.get("prs_b") is not None:
+                metrics[f"{task}/prs_b"] = stats["prs_b"]
+        self._coverage(results, "prs", metrics)
         scored = Scored(metrics, summary)
         per_episode = {e.episode_id: 100 * e.results["B"].score for e in report.episodes}
         scored.samples = self._samples(predictions, per_episode)
         if out_dir is not None:
             written = write_report(
-                out_dir, build_results(prs=report), prs=report, episodes=episodes, predictions=predictions, plots=plots
+                out_dir, results, prs=report, episodes=episodes, predictions=predictions, plots=plots
             )
             scored.files = {k: str(v) for k, v in written.items()}
         return scored
@@ -132,16 +181,18 @@ class PAUCEvaluator(_StreamingEvaluator):
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_pauc
-        from proactive_eval.report import build_results, write_report
+        from proactive_eval.report import build_results, failure_rows, write_report
 
-        predictions = self._predictions(records, out_dir)
-        episodes = self.items()
+        predictions, failed = self._predictions(records, out_dir)
+        episodes = [e for e in self.items() if e.id not in failed]
         judge = self.judge()
         result = score_pauc(episodes, predictions, judge, progress=self.progress)
-        summary = result.summary()
+        results = build_results(pauc=result, failures=failure_rows(failed, self.items()))
+        summary = {**results["pauc"], "failures": results["failures"]}
         overall = summary["overall"]
-        metrics = {f"pauc_w{o}": overall[f"omega={o}"] for o in result.omegas}
-        metrics["answered_turns"] = float(overall["answered_turns"])
+        metrics = {f"pauc_w{o}": overall.get(f"omega={o}", 0.0) for o in result.omegas}
+        metrics["answered_turns"] = float(overall.get("answered_turns", 0))
+        self._coverage(results, "pauc", metrics)
         summary["judge_stats"] = judge.stats.as_dict()
         scored = Scored(metrics, summary)
         per_episode: dict[str, list[float]] = {}
@@ -151,7 +202,7 @@ class PAUCEvaluator(_StreamingEvaluator):
         if out_dir is not None:
             written = write_report(
                 out_dir,
-                build_results(pauc=result),
+                results,
                 pauc=result,
                 episodes=episodes,
                 predictions=predictions,

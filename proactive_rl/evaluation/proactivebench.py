@@ -112,7 +112,7 @@ class MCQAEvaluator(Evaluator):
         n_options = max(len(copy.deepcopy(env).reset().options) for env in self.items())
         return suppressed_tokens(model, getattr(processor, "tokenizer", processor), n_options)
 
-    def generate(self, model, processor, items: list) -> list[dict]:
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
         from proactive_eval.environments import run_environment
         from proactive_rl.data.mcqa import env_hint
         from proactive_rl.evaluation.policy import mcqa_answer_fn
@@ -181,7 +181,7 @@ class OEGEvaluator(Evaluator):
     def _load(self) -> list:
         return build_environments(self.config.environments, protocol=self.config.protocol, skip=self.config.skip)
 
-    def generate(self, model, processor, items: list) -> list[dict]:
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
         from proactive_eval.oeg import oeg_question, oeg_valid_answers
         from proactive_rl.evaluation.policy import image_answer_fn, observation_image
 

@@ -7,6 +7,10 @@ sharded forward is a collective, and ranks decode for different numbers of steps
 with `gather_object`; the main process scores them (a judge is called once, not once per rank), writes the
 files, and broadcasts the results, so every rank returns the same dict. A failure anywhere is caught on the
 rank where it happens and travels through the same gather, so no rank is ever left waiting in a collective.
+
+With ``resume=True`` (`proactive-rl eval`) a streaming evaluator plays only the episodes not already stored in
+its folder (`proactive_rl.evaluation.resume`): the main process reads them and broadcasts them before the shards
+are cut, every rank appends each episode it finishes to its own file, and the scoring sees them all.
 """
 
 from __future__ import annotations
@@ -42,16 +46,40 @@ def _failure(name: str, stage: str, err: BaseException, rank: int) -> dict[str, 
     }
 
 
-def _generate_local(evaluators: Sequence[Evaluator], model, processor, trainer, state) -> dict[str, dict]:
+def _resumed(evaluators, out: Path, meta: dict | None) -> dict[str, list[dict]]:
+    """Main process: the stored records of each streaming evaluator (see `proactive_rl.evaluation.resume`)."""
+    from proactive_rl.evaluation.resume import fingerprint, resumed_records
+
+    out = {ev.name: resumed_records(out / ev.name, fingerprint(ev, meta)) for ev in evaluators if ev.resumable}
+    for name, records in out.items():
+        if records:
+            logger.info("evaluator %r: %d episodes already done, resumed", name, len(records))
+    return out
+
+
+def _generate_local(
+    evaluators: Sequence[Evaluator], model, processor, trainer, state, out: Path | None, resumed: dict
+) -> dict[str, dict]:
+    from proactive_eval.predictions import PredictionWriter
+    from proactive_rl.evaluation.resume import partial_path
+
     local: dict[str, dict] = {}
     with generation_model(model, trainer) as gen_model:
         for ev in evaluators:
             start = time.perf_counter()
             try:
-                items = ev.items()
+                done = {r["id"] for r in resumed.get(ev.name, [])}
+                items = [item for item in ev.items() if item.id not in done]
                 with state.split_between_processes(list(range(len(items)))) as indices:
                     shard = [items[i] for i in indices]
-                records = ev.generate(gen_model, processor, shard)
+                writer = None
+                if ev.name in resumed and out is not None:
+                    writer = PredictionWriter(partial_path(out / ev.name, state.process_index))
+                try:
+                    records = ev.generate(gen_model, processor, shard, writer=writer)
+                finally:
+                    if writer is not None:
+                        writer.close()
                 local[ev.name] = {"status": "ok", "records": records}
             except Exception as err:  # an evaluation never kills training; fail_fast re-raises after the gather
                 logger.exception("evaluator %r failed while generating on rank %d", ev.name, state.process_index)
@@ -60,7 +88,9 @@ def _generate_local(evaluators: Sequence[Evaluator], model, processor, trainer, 
     return local
 
 
-def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool) -> dict[str, dict]:
+def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool, resumed: dict) -> dict[str, dict]:
+    from proactive_rl.evaluation.resume import finish
+
     entries = {}
     for ev in evaluators:
         parts = [g[ev.name] for g in gathered]
@@ -71,13 +101,17 @@ def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool) 
             entry["failed_ranks"] = [p["rank"] for p in failed]
             entries[ev.name] = {**entry, "generate_s": round(generate_s, 3), "wall_time_s": round(generate_s, 3)}
             continue
-        records = [r for p in parts for r in p["records"]]
+        old = resumed.get(ev.name, [])
+        records = old + [r for p in parts for r in p["records"]]
         start = time.perf_counter()
         try:
             scored = ev.score(records, out_dir / ev.name if out_dir is not None else None, plots=plots)
+            if ev.name in resumed and out_dir is not None:
+                finish(out_dir / ev.name)  # predictions.jsonl now holds every record
             entry = {
                 "status": "ok",
                 "num_items": len(records),
+                "resumed_items": len(old),
                 "items_per_rank": [len(p["records"]) for p in parts],
                 "metrics": scored.metrics,
                 "summary": scored.summary,
@@ -106,6 +140,7 @@ def evaluate_model(
     fail_fast: bool = False,
     plots: bool = True,
     meta: dict[str, Any] | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Evaluate `model` with every evaluator, on every rank; returns the same results dict on every rank.
 
@@ -121,6 +156,9 @@ def evaluate_model(
             evaluator failed, after the results are written.
         plots (`bool`, *optional*, defaults to `True`): draw the report plots.
         meta (`dict`, *optional*): extra fields for the results (e.g. the checkpoint path).
+        resume (`bool`, *optional*, defaults to `False`): reuse the episodes a previous run of the same evaluators
+            on the same checkpoint (same `meta`) finished in `out_dir`, and store each finished episode as it ends;
+            `out_dir` must then be given on every rank.
 
     Returns:
         `dict`: ``{"step", "complete", "incomplete": [{"evaluator", "stage", "error"}], "metrics": {"name/metric":
@@ -132,14 +170,21 @@ def evaluate_model(
     state = PartialState()
     start = time.perf_counter()
     out = Path(out_dir) if out_dir is not None else None
-    local = _generate_local(evaluators, model, processor, trainer, state)
+    if resume and out is None:
+        raise ValueError("evaluate_model: resume=True needs out_dir on every rank")
+    resumed: dict[str, list[dict]] = {}
+    if resume:
+        resumed = _resumed(evaluators, out, meta) if state.is_main_process else None
+        if state.num_processes > 1:
+            resumed = broadcast_object_list([resumed])[0]
+    local = _generate_local(evaluators, model, processor, trainer, state, out if resume else None, resumed)
     gathered = gather_object([local]) if state.num_processes > 1 else [local]
 
     results = None
     if state.is_main_process:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-        entries = _score(evaluators, gathered, out, plots)
+        entries = _score(evaluators, gathered, out, plots, resumed)
         incomplete = [
             {"evaluator": name, "stage": e["stage"], "error": e["error"]}
             for name, e in entries.items()

@@ -42,16 +42,32 @@ def split_seed(seed: int, split: str) -> int:
 
 
 def split_sizes(n: int, fractions: Sequence[float]) -> list[int]:
-    """Split `n` by `fractions` (train first); every split with a positive fraction gets at least one item.
+    """Split `n` by `fractions` (train first), exactly: the sizes sum to `n`.
+
+    When `n` is at least the number of splits with a positive fraction, each of them gets at least one item;
+    below that (``--n 1``, ``--n 2``) the largest remainders win (train first on ties) and the other splits are
+    empty: a tiny world is allowed empty validation / test splits (`export_dataset` says which).
 
     >>> split_sizes(100, (0.8, 0.1, 0.1)), split_sizes(3, (0.8, 0.1, 0.1))
     ([80, 10, 10], [1, 1, 1])
+    >>> split_sizes(1, (0.8, 0.1, 0.1)), split_sizes(2, (0.8, 0.1, 0.1)), split_sizes(2, (0.4, 0.2, 0.4))
+    ([1, 0, 0], [2, 0, 0], [1, 0, 1])
     """
     if len(fractions) != len(SPLITS) or any(f < 0 for f in fractions) or sum(fractions) <= 0:
         raise ValueError(
             f"split fractions must be three non-negative numbers (train, validation, test), got {fractions}"
         )
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"the number of items to split must be an integer >= 1, got {n!r}")
     total = sum(fractions)
+    positive = [i for i, f in enumerate(fractions) if f > 0]
+    if n < len(positive):
+        quotas = [n * f / total for f in fractions]
+        sizes = [int(q) for q in quotas]
+        order = sorted(positive, key=lambda i: (-(quotas[i] - sizes[i]), i))
+        for i in order[: n - sum(sizes)]:
+            sizes[i] += 1
+        return sizes
     sizes = [max(1, round(n * f / total)) if f > 0 else 0 for f in fractions]
     sizes[0] = max(0, n - sum(sizes[1:])) if fractions[0] > 0 else 0
     return sizes
@@ -133,6 +149,7 @@ def export_environments(env_dir: Path, kind: str, envs: list, reuse: bool = Fals
         if progress is not None:
             progress.update(1)
     text = "".join(line + "\n" for line in lines)
+    env_dir.mkdir(parents=True, exist_ok=True)  # an empty split writes an empty file, and no images
     path = env_dir / f"{kind}.jsonl"
     if not (path.is_file() and path.read_text() == text):
         path.write_text(text)
@@ -157,10 +174,11 @@ def export_dataset(
     Args:
         out (`str` or `Path`): the output folder.
         tasks (`Sequence[str]`): streaming task kinds.
-        n (`int`): episodes per task, over all splits.
+        n (`int`): episodes per task, over all splits (at least 1; a small `n` leaves validation / test empty, see
+            `split_sizes`).
         seed (`int`, *optional*, defaults to `0`): the run seed.
         env_kinds (`Sequence[str]`, *optional*): MCQA environment kinds (``occlusion, corruption, sketch, zoom_out``).
-        n_envs (`int`, *optional*): environments per kind over all splits; defaults to `n`.
+        n_envs (`int`, *optional*): environments per kind over all splits (at least 1); defaults to `n`.
         fractions (`Sequence[float]`, *optional*, defaults to `(0.8, 0.1, 0.1)`): train / validation / test.
         videos (`bool`, *optional*, defaults to `True`): write mp4 files (else episodes stay in-memory style).
         progress (`bool`, *optional*, defaults to `True`): show a tqdm progress bar.
@@ -179,6 +197,9 @@ def export_dataset(
     if int(seed) < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
     n_envs = n if n_envs is None else n_envs
+    for name, value in (("n (--n)", n), ("n_envs (--n-envs)", n_envs)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     manifest = {
         "tasks": list(tasks),
         "n": n,
@@ -193,6 +214,17 @@ def export_dataset(
     manifest["splits"] = {
         s: {"episodes_per_task": a, "environments_per_kind": b} for s, a, b in zip(SPLITS, sizes, env_sizes)
     }
+    for split, a, b in zip(SPLITS, sizes, env_sizes):
+        empty = [f"no episodes (n={n})" for _ in [0] if tasks and a == 0]
+        empty += [f"no environments (n_envs={n_envs})" for _ in [0] if env_kinds and b == 0]
+        if empty:
+            logger.warning(
+                "%s: split %r gets %s: too few to split by %s; its files are written empty",
+                out,
+                split,
+                " and ".join(empty),
+                list(fractions),
+            )
     manifest = json.loads(json.dumps(manifest))  # compare as it reads back (tuples become lists)
     previous = read_manifest(out)
     if previous is not None and not overwrite and previous != manifest:

@@ -16,7 +16,12 @@ Completion forms understood by :func:`parse_turns` (the TRL ``completions`` entr
   else the last timestamp in the preceding user message.
 - a **list of per-step strings** (one assistant turn per decision step), timed by ``times``.
 - a list of :class:`~proactive_rewards.types.Response`, ``(time, text)`` pairs or ``{"time", "text"}``
-  dicts: texts holding a state token are classified as turns, others are responses (state token already stripped).
+  dicts: stored responses, classified with ``plain=True`` (bare text is a response whose state token was already
+  stripped, empty text is silence, a text holding state tokens is judged strictly); a `Response` flagged
+  ``malformed`` stays malformed.
+
+Every turn is classified by :func:`~proactive_rewards.turns.classify_turn` (docs/spec.md §13), the classifier the
+benchmark metrics use too.
 
 ``times[k]``, when given, is the time of the k-th assistant turn and wins over in-band times.
 A turn with no time at all gets ``nan`` (its temporal score is 0).
@@ -30,17 +35,23 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from proactive_rewards.turns import (
+    MALFORMED,
+    RESPONSE,
+    RESPONSE_TOKEN,
+    SILENCE,
+    SILENCE_TOKEN,
+    STATE_PATTERN,
+    TIMESTAMP_PATTERN,
+    classify_turn,
+)
 from proactive_rewards.types import Response
 
-SILENCE_TOKEN = "</Silence>"
-RESPONSE_TOKEN = "</Response>"
+__all__ = ["MALFORMED", "RESPONSE", "RESPONSE_TOKEN", "SILENCE", "SILENCE_TOKEN", "Turn", "classify_turn"]
 
-SILENCE, RESPONSE, MALFORMED = "silence", "response", "malformed"
-
-# Timestamps as written by the dialogue renderer (docs/spec.md §2: default `<t=12.0s>`); the number is parsed
-# leniently and an unparseable one becomes nan rather than an error.
-_TIMESTAMP = re.compile(r"<t=([^<>]{0,64}?)s?>")
-_STATE = re.compile(re.escape(SILENCE_TOKEN) + "|" + re.escape(RESPONSE_TOKEN))
+# The timestamp number is parsed leniently: an unparseable one becomes nan rather than an error.
+_TIMESTAMP = TIMESTAMP_PATTERN
+_STATE = STATE_PATTERN
 _INT = re.compile(r"[+-]?\d+")
 _OPTION_PREFIX = re.compile(r"^.*[A-Z]\.\s*")
 _WORD = re.compile(r"\w+")
@@ -52,8 +63,7 @@ class Turn:
 
     Args:
         time (`float`): seconds; `nan` when the completion gave no time for it.
-        state (`str`): ``"silence"``, ``"response"`` or ``"malformed"`` (not exactly one state token at its start,
-            or ``</Response>`` with no content).
+        state (`str`): ``"silence"``, ``"response"`` or ``"malformed"`` (docs/spec.md §13).
         content (`str`): the text after the state token, stripped (for a malformed turn, its text without
             state tokens).
     """
@@ -140,25 +150,6 @@ def token_f1(response_text, target_text) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def classify_turn(text) -> tuple[str, str]:
-    """Classify one assistant turn's text as ``(state, content)`` (docs/spec.md §2; never raises).
-
-    Example:
-
-    >>> classify_turn("</Response> Warning"), classify_turn(" </Silence> "), classify_turn("hello")
-    (('response', 'Warning'), ('silence', ''), ('malformed', 'hello'))
-    """
-    s = text.strip() if isinstance(text, str) else ""
-    tokens = _STATE.findall(s)
-    content = _STATE.sub("", s).strip()
-    if len(tokens) == 1:
-        if s == SILENCE_TOKEN:
-            return SILENCE, ""
-        if s.startswith(RESPONSE_TOKEN) and content:
-            return RESPONSE, content
-    return MALFORMED, content
-
-
 def _as_float(x) -> float:
     try:
         return float(x)
@@ -227,21 +218,23 @@ def _chat_segments(messages: Sequence) -> list[tuple[float, str]]:
     return segments
 
 
-def _item_segment(item) -> tuple[float, str, bool]:
-    """One list item as ``(time, text, is_bare_response)``."""
+def _item_segment(item) -> tuple[float, str, str]:
+    """One list item as ``(time, text, kind)``: kind ``"raw"`` (a model turn), ``"stored"`` (a stored response,
+    classified with ``plain=True``) or ``"malformed"`` (a stored response flagged malformed)."""
     if isinstance(item, str):
-        return math.nan, item, False
+        return math.nan, item, "raw"
+    malformed = False
     if isinstance(item, Response):
-        time, text = item.time, item.text
+        time, text, malformed = item.time, item.text, item.malformed
     elif isinstance(item, dict):
         time, text = _as_float(item.get("time")), item.get("text", item.get("content", ""))
+        malformed = item.get("malformed") is True
     elif isinstance(item, (list, tuple)) and len(item) == 2:
         time, text = item
     else:
-        return math.nan, "", False
+        return math.nan, "", "raw"
     text = text if isinstance(text, str) else _message_text({"content": text})
-    # A bare (time, text) pair is a response with its state token already stripped (docs/spec.md §4 symbols).
-    return _as_float(time), text, not _STATE.search(text)
+    return _as_float(time), text, "malformed" if malformed else "stored"
 
 
 def parse_turns(completion, times=None) -> list[Turn]:
@@ -269,12 +262,12 @@ def parse_turns(completion, times=None) -> list[Turn]:
     except TypeError:
         times = []
     if isinstance(completion, str):
-        segments = [(t, s, False) for t, s in _split_text(completion)]
+        segments = [(t, s, "raw") for t, s in _split_text(completion)]
     elif isinstance(completion, dict):
-        segments = [(t, s, False) for t, s in _chat_segments([completion])]
+        segments = [(t, s, "raw") for t, s in _chat_segments([completion])]
     elif isinstance(completion, (list, tuple)):
         if any(isinstance(m, dict) and "role" in m for m in completion):
-            segments = [(t, s, False) for t, s in _chat_segments(completion)]
+            segments = [(t, s, "raw") for t, s in _chat_segments(completion)]
         else:
             segments = [item if isinstance(item, Turn) else _item_segment(item) for item in completion]
     else:
@@ -284,13 +277,13 @@ def parse_turns(completion, times=None) -> list[Turn]:
         if isinstance(segment, Turn):  # already parsed: only `times` may re-time it
             turns.append(Turn(_as_float(times[k]), segment.state, segment.content) if k < len(times) else segment)
             continue
-        time, text, bare = segment
+        time, text, kind = segment
         if k < len(times):
             time = _as_float(times[k])
-        if bare:
-            state, content = RESPONSE, text.strip()
+        if kind == "malformed":
+            state, content = MALFORMED, text.strip()
         else:
-            state, content = classify_turn(text)
+            state, content = classify_turn(text, plain=kind == "stored")
         turns.append(Turn(time, state, content))
     return turns
 
@@ -298,6 +291,12 @@ def parse_turns(completion, times=None) -> list[Turn]:
 def responses_of(turns: Sequence[Turn]) -> list[Response]:
     """The well-formed non-silent turns as :class:`Response` records (the ``o_j`` of docs/spec.md §4)."""
     return [Response(t.time, t.content) for t in turns if t.state == RESPONSE]
+
+
+def outputs_of(turns: Sequence[Turn]) -> list[Response]:
+    """Every non-silent turn as a :class:`Response`, malformed ones flagged ``malformed=True`` (docs/spec.md §13):
+    what PRS scores, in the rewards and the benchmark alike (a malformed output counts in ``|O_i|``, earns 0)."""
+    return [Response(t.time, t.content, t.state == MALFORMED) for t in turns if t.state != SILENCE]
 
 
 def parse_mcqa_answer(answer, options: Sequence[str]) -> int | None:

@@ -81,8 +81,9 @@ def get_reward(
             twice with different parameters).
         tasks (`list[str]`, *optional*): the ``task`` column values it scores (others get `None`); defaults to
             the reward's own tasks; ``["*"]`` scores every row.
-        **params: the reward's keyword parameters (``alpha``, ``lam``, ``signal``, ``r_p``, ``content_scorer``),
-            checked now. ``content_scorer`` may be a dotted import path.
+        **params: the reward's keyword parameters (``alpha``, ``lam``, ``signal``, ``r_p``, ``content_scorer``,
+            ``valid_actions``), checked now. ``content_scorer`` may be a dotted import path; ``valid_actions`` (a
+            list of strings) stands for a ``valid_actions`` column, the same for every row.
 
     Example:
 
@@ -102,7 +103,7 @@ def get_reward(
         if isinstance(params.get("content_scorer"), str):
             params["content_scorer"] = _import(params["content_scorer"])
         # Dry run on an empty trajectory so a bad parameter fails at start-up, not at the first training step.
-        spec.fn("", **{c: [] if c != "answer" else "" for c in spec.columns}, **params)
+        spec.fn("", **{c: [] if c != "answer" else "" for c in spec.columns if c not in params}, **params)
         return RewardFunction(spec, params, name=metric_name, tasks=tasks, components=components)
     if "." in name or ":" in name:
         if components or tasks is not None:
@@ -148,9 +149,10 @@ register_reward(
     RewardSpec(
         "proactive_suggestion",
         proactive_suggestion_reward,
-        columns=("options", "answer"),
-        optional=("valid_actions",),
-        params=("r_p",),
+        # Without valid actions a valid suggestion would silently score 0 (no r_p): a required column, or a
+        # parameter (docs/spec.md §7).
+        columns=("options", "answer", "valid_actions"),
+        params=("r_p", "valid_actions"),
     )
 )
 register_reward(RewardSpec("state_format", state_format_reward, optional=("times",)))

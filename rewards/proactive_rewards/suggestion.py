@@ -40,7 +40,7 @@ def proactive_suggestion_reward(
     completion,
     options: Sequence[str],
     answer,
-    valid_actions: Sequence[str] | None = (),
+    valid_actions: Sequence[str] | None,
     *,
     r_p: float = 0.5,
     components: bool = False,
@@ -52,7 +52,8 @@ def proactive_suggestion_reward(
             message is the answer).
         options (`list[str]`): the lettered options of the prompt, proactive actions first, then categories.
         answer (`str` or `int`): the correct category, as its text or its index in `options`.
-        valid_actions (`list[str]`, *optional*): the proactive suggestions that are valid in this state.
+        valid_actions (`list[str]`): the proactive suggestions that are valid in this state (`None` or empty: none
+            is; as a TRL reward this column is required, see `proactive_rewards.trl`).
         r_p (`float`, *optional*, defaults to `0.5`): the proactive-suggestion reward (paper: 0.5, 0.75, 1.0).
         components (`bool`, *optional*, defaults to `False`): return ``{"overall", "correct", "proactive"}``.
 

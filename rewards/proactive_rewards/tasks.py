@@ -18,32 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from proactive_rewards.parsing import RESPONSE, SILENCE, Turn, normalize_text, parse_int, parse_turns
+from proactive_rewards.parsing import normalize_text, outputs_of, parse_int, parse_turns
 from proactive_rewards.parsing import token_f1 as _token_f1
 from proactive_rewards.temporal import ALPHA, _check_alpha, _decay, _sorted_targets, distance, prs_score
 from proactive_rewards.types import Response
 
 LAMBDA = 0.2
-
-
-class _Malformed(str):
-    """Content of a malformed turn: a non-silent output that no content scorer may credit."""
-
-
-def _outputs(turns: list[Turn]) -> list[Response]:
-    """Non-silent outputs ``o_j``; malformed ones carry a `_Malformed` text."""
-    return [
-        Response(t.time, t.content if t.state == RESPONSE else _Malformed(t.content))
-        for t in turns
-        if t.state != SILENCE
-    ]
-
-
-def _guarded(scorer: Callable[[str, str], float]) -> Callable[[str, str], float]:
-    def score(response_text, target_text):
-        return 0.0 if isinstance(response_text, _Malformed) else scorer(response_text, target_text)
-
-    return score
 
 
 def _check_lam(lam: float) -> float:
@@ -89,9 +69,9 @@ def accident_reward(
     0.344
     """
     alpha, lam = _check_alpha(alpha), _check_lam(lam)
-    outputs = _outputs(parse_turns(completion, times))
+    outputs = outputs_of(parse_turns(completion, times))
     want = normalize_text(signal)
-    correct = [o for o in outputs if not isinstance(o.text, _Malformed) and normalize_text(o.text) == want]
+    correct = [o for o in outputs if not o.malformed and normalize_text(o.text) == want]
     targets = _sorted_targets(targets)
     m = len(outputs)
     if correct and targets:
@@ -127,8 +107,8 @@ def count_reward(completion, targets, times=None, *, alpha: float = ALPHA, compo
     >>> round(count_reward(turns, [(10.0, "1")]), 4) == round(math.exp(-0.05) / 3, 4)
     True
     """
-    outputs = _outputs(parse_turns(completion, times))
-    scorer = _guarded(_count_match)
+    outputs = outputs_of(parse_turns(completion, times))
+    scorer = _count_match
     overall = prs_score(outputs, targets, "B", alpha, scorer).score
     if not components:
         return overall
@@ -163,7 +143,7 @@ def compositional_reward(
     True
     """
     alpha, lam = _check_alpha(alpha), _check_lam(lam)
-    outputs = _outputs(parse_turns(completion, times))
+    outputs = outputs_of(parse_turns(completion, times))
     by_label: dict[str, list] = {}
     for g in _sorted_targets(targets):
         by_label.setdefault(normalize_text(g.text), []).append(g)
@@ -171,7 +151,7 @@ def compositional_reward(
     invalid = 0
     for o in outputs:
         label = normalize_text(o.text)
-        if isinstance(o.text, _Malformed) or label not in assigned:
+        if o.malformed or label not in assigned:
             invalid += 1
         else:
             assigned[label].append(o)
@@ -213,8 +193,8 @@ def intervention_reward(
     ...                                                       "window": [40.0, 44.0]}])
     1.0
     """
-    outputs = _outputs(parse_turns(completion, times))
-    scorer = _guarded(content_scorer or _token_f1)
+    outputs = outputs_of(parse_turns(completion, times))
+    scorer = content_scorer or _token_f1
     overall = prs_score(outputs, targets, "B", alpha, scorer).score
     if not components:
         return overall

@@ -151,7 +151,8 @@ def prs_score(
 
     Args:
         responses (`list`): non-silent outputs as `Response`, ``(time, text)`` pairs or ``{"time", "text"}``
-            dicts, in any order.
+            dicts, in any order. A `Response` flagged ``malformed`` (docs/spec.md §13) is matched and counted in
+            ``|O_i|`` like any output, with content score 0.
         targets (`list`): ground truth as `Target`, ``(time, text[, window])`` tuples or dicts.
         mode (`str`, *optional*, defaults to `"B"`): ``"B"`` (nearest target) or ``"U"`` (latest target at or
             before the response; earlier responses score 0 on the first target).
@@ -206,9 +207,9 @@ def prs_score(
 
 
 def _pair_score(response: Response, target: Target, alpha: float, scorer) -> float:
-    """``s(t_j, g_i) = c · exp(-α d)`` with ``c`` clamped to [0, 1]."""
+    """``s(t_j, g_i) = c · exp(-α d)`` with ``c`` clamped to [0, 1]; a malformed output has ``c = 0``."""
     decay = _decay(distance(response.time, target), alpha)
-    if decay == 0.0:
+    if decay == 0.0 or response.malformed:
         return 0.0
     c = scorer(response.text, target.text)
     try:

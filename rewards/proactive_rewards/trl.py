@@ -11,11 +11,14 @@ column (except ``prompt``) arrives as a list with one entry per completion. The 
 ``task``                str, *optional*: a reward returns `None` on rows of tasks it does not score
 ``options``             list of str: the lettered MCQA options (proactive_suggestion)
 ``answer``              str or int: the correct category (proactive_suggestion)
-``valid_actions``       list of str, *optional*: valid proactive suggestions (proactive_suggestion)
+``valid_actions``       list of str: the proactive suggestions valid in the row's state (proactive_suggestion;
+                        or the reward's ``valid_actions`` parameter, the same list for every row)
 ======================  ===========================================================================
 
-A missing required column is a configuration error: the first call raises a `ValueError` naming it. A
-malformed ground-truth record raises naming the column, the row and the field. Model output never raises.
+A missing required column is a configuration error: :meth:`RewardFunction.check_columns` raises a `ValueError`
+naming it before training (trainers call it on their dataset's columns), and so does the first call. A column
+a reward also takes as a parameter (``valid_actions``) may be given either way, not both. A malformed
+ground-truth record raises naming the column, the row and the field. Model output never raises.
 """
 
 from __future__ import annotations
@@ -89,16 +92,37 @@ class RewardFunction:
         params = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"<reward {self.__name__}: {self.spec.name}({params})>"
 
-    def __call__(self, completions, **columns) -> list:
-        n = len(completions)
-        missing = [c for c in self.spec.columns if c not in columns]
+    def _row_columns(self) -> tuple[str, ...]:
+        """The columns read per row: the spec's, less those bound as parameters."""
+        return tuple(c for c in (*self.spec.columns, *self.spec.optional) if c not in self.params)
+
+    def check_columns(self, names) -> None:
+        """Raise a `ValueError` naming what is missing when a dataset with columns `names` cannot feed this
+        reward, or when a column is given both in the dataset and as a parameter. Call it at start-up."""
+        names = sorted(k for k in names if k not in ("prompts", "completion_ids", "trainer_state"))
+        missing = [c for c in self.spec.columns if c not in names and c not in self.params]
         if missing:
-            present = sorted(k for k in columns if k not in ("prompts", "completion_ids", "trainer_state"))
+            bindable = [c for c in missing if c in self.spec.params]
+            hint = (
+                f" (or pass {', '.join(f'{c}=[...]' for c in bindable)} to get_reward, the same for every row)"
+                if bindable
+                else ""
+            )
             raise ValueError(
-                f"reward {self.__name__!r} needs the dataset column(s) {missing}; the dataset has {present}. "
+                f"reward {self.__name__!r} needs the dataset column(s) {missing}{hint}; the dataset has {names}. "
                 f"See proactive_rewards.trl for the column formats."
             )
-        wanted = [c for c in (*self.spec.columns, *self.spec.optional, "task") if c in columns]
+        both = [c for c in self.params if c in names and c in (*self.spec.columns, *self.spec.optional)]
+        if both:
+            raise ValueError(
+                f"reward {self.__name__!r}: {both} given both as a dataset column and as a parameter; keep one"
+            )
+
+    def __call__(self, completions, **columns) -> list:
+        n = len(completions)
+        self.check_columns(columns)
+        row_columns = self._row_columns()
+        wanted = [c for c in (*row_columns, "task") if c in columns]
         for c in wanted:
             if not isinstance(columns[c], Sequence) or isinstance(columns[c], (str, bytes)) or len(columns[c]) != n:
                 raise ValueError(
@@ -111,7 +135,7 @@ class RewardFunction:
             if self.tasks is not None and "task" in columns and columns["task"][i] not in self.tasks:
                 out.append(None)
                 continue
-            row = {c: columns[c][i] if c in columns else None for c in (*self.spec.columns, *self.spec.optional)}
+            row = {c: columns[c][i] if c in columns else None for c in row_columns}
             if "targets" in row:
                 row["targets"] = _row_targets(row["targets"], i)
             value = self.spec.fn(completion, **row, **self.params, components=self.components)

@@ -18,10 +18,13 @@ class Response:
     Args:
         time (`float`): seconds from the start of the stream.
         text (`str`): the content, with the state token stripped.
+        malformed (`bool`, *optional*, defaults to `False`): the output broke the state-token protocol
+            (docs/spec.md §13): it counts as an output (in ``|O_i|``, in ``M``) but no content scorer credits it.
     """
 
     time: float
     text: str
+    malformed: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,11 +45,11 @@ class Target:
 
 
 def as_response(item) -> Response:
-    """Normalise a `Response`, a ``(time, text)`` pair or a ``{"time", "text"}`` dict."""
+    """Normalise a `Response`, a ``(time, text)`` pair or a ``{"time", "text"[, "malformed"]}`` dict."""
     if isinstance(item, Response):
         return item
     if isinstance(item, dict):
-        return Response(float(item["time"]), str(item.get("text", "")))
+        return Response(float(item["time"]), str(item.get("text", "")), item.get("malformed") is True)
     time, text = item
     return Response(float(time), str(text))
 

@@ -61,8 +61,8 @@ def test_score_pvqa_prints_pauc_table_and_writes_report(pvqa_files, tmp_path, ca
     expect = {"0": (0.85 + 0.25 + 0.125) / 3, "0.5": (0.925 + 0.25 + 0.0625) / 3, "1": (1.0 + 0.25 + 0.0) / 3}
     row = next(line for line in printed.splitlines() if line.startswith("| **overall**"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[1:4] == ["2", "3", "2"]  # videos, turns, answered
-    assert [float(c) for c in cells[4:7]] == pytest.approx([100 * expect[k] for k in ("0", "0.5", "1")], abs=0.01)
+    assert cells[1:5] == ["2/2", "2", "3", "2"]  # coverage, videos, turns, answered
+    assert [float(c) for c in cells[5:8]] == pytest.approx([100 * expect[k] for k in ("0", "0.5", "1")], abs=0.01)
     assert re.search(r"\| pvqa:WEB \|", printed)
 
     results = json.loads((out / "results.json").read_text())
@@ -102,7 +102,7 @@ def test_score_official_model_response_list(pvqa_files, tmp_path, capsys):
     )
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| **overall**"))
     # v1/0 0.85, v1/1 0.25, v2 unanswered 0.25
-    assert float(row.split("|")[5]) == pytest.approx(100 * (0.85 + 0.25 + 0.25) / 3, abs=0.01)
+    assert float(row.split("|")[6]) == pytest.approx(100 * (0.85 + 0.25 + 0.25) / 3, abs=0.01)
 
 
 def test_score_prs_episodes(tmp_path, capsys):
@@ -138,7 +138,7 @@ def test_score_prs_episodes(tmp_path, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "PRS-B" in out and "| atomic | 1 | 1 | 100.00 | 100.00 |" in out
+    assert "PRS-B" in out and "| atomic | 1/1 | 1 | 100.00 | 100.00 |" in out
     assert (tmp_path / "r" / "responses_per_target.png").exists()
 
 
@@ -230,7 +230,7 @@ def test_run_replay_policy_then_score(tmp_path, capsys):
     assert code == 0
     # the replayed line due at 3.5 s is said at the next frame step, 4 s
     assert load_predictions(run / "predictions.jsonl") == {"c": [Response(2.0, "1"), Response(4.0, "2")]}
-    assert "| atomic | 1 | 2 | 100.00 | 100.00 |" in capsys.readouterr().out
+    assert "| atomic | 1/1 | 2 | 100.00 | 100.00 |" in capsys.readouterr().out
     assert (run / "results.json").exists() and (run / "timelines.png").exists()
 
 

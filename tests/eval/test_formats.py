@@ -6,7 +6,7 @@ import pytest
 
 from proactive_eval import EpisodeError
 from proactive_eval.formats import convert_p3i, convert_pvqa, load_proactivebench, save_proactivebench
-from proactive_eval.predictions import PredictionWriter, load_predictions, save_predictions, strip_silence
+from proactive_eval.predictions import PredictionWriter, load_predictions, save_predictions, turn_output
 from proactive_rewards import Response, Target
 
 # Two records in the published anno.json layout ([WEB] subset).
@@ -202,22 +202,28 @@ def test_proactivebench_missing_field(tmp_path):
     [
         ("</Silence>", None),
         (" </Silence>\n", None),
-        ("Silence", None),
-        ("</silence>", None),
-        ("NO REPLY", None),
         ("", None),
         ("</Response> Warning", "Warning"),
         ("</Response>3", "3"),
         ("Silence is golden", "Silence is golden"),
         ("a plain answer", "a plain answer"),
+        # other models' silence signals are outputs unless declared (docs/spec.md §13)
+        ("Silence", "Silence"),
+        ("NO REPLY", "NO REPLY"),
     ],
 )
-def test_strip_silence(text, expected):
-    assert strip_silence(text) == expected
+def test_stored_text_is_a_response_unless_silent(text, expected):
+    """A stored record's text had its state token stripped when stored: bare text is a response (docs/spec.md §13)."""
+    output = turn_output(1.0, text, plain=True)
+    assert (output.text if output is not None else None) == expected
+    assert output is None or not output.malformed
 
 
-def test_strip_silence_is_per_model():
-    assert strip_silence("NO REPLY", silence_signals=("</Silence>",)) == "NO REPLY"
+def test_silence_signals_are_per_model():
+    assert turn_output(1.0, "NO REPLY", silence_signals=("NO REPLY",), plain=True) is None
+    assert turn_output(1.0, "NO REPLY", silence_signals=("NO REPLY",)) is None
+    # a raw turn of a state-token model: bare text breaks the protocol
+    assert turn_output(1.0, "NO REPLY").malformed
 
 
 def test_load_project_and_official_formats(tmp_path):
@@ -245,7 +251,17 @@ def test_load_project_and_official_formats(tmp_path):
         )
         + "\n"
     )
-    assert load_predictions(official) == {"v.mp4": [Response(4.5, "A donkey."), Response(6.0, "Two donkeys.")]}
+    two = [Response(4.5, "A donkey."), Response(6.0, "Two donkeys.")]
+    assert load_predictions(official, silence_signals=("NO REPLY",)) == {"v.mp4": two}
+    # undeclared, MMDuet2's silence signal is an output (and the reader warns about it)
+    assert load_predictions(official)["v.mp4"] == [two[0], Response(5.0, "NO REPLY"), two[1]]
+
+
+def test_malformed_outputs_round_trip(tmp_path):
+    path = tmp_path / "p.jsonl"
+    save_predictions(path, {"a": [Response(1.0, "Warning", True), Response(2.0, "Warning")]})
+    assert '"malformed": true' in path.read_text().splitlines()[0]
+    assert load_predictions(path) == {"a": [Response(1.0, "Warning", True), Response(2.0, "Warning")]}
 
 
 @pytest.mark.parametrize(

@@ -71,5 +71,13 @@ def test_content_scorer_per_task_and_unknown_ids():
     report = score_prs(eps, {"i1": [(5.0, "please stop")], "ghost": []}, content_scorer={"intervention": half})
     assert report.episodes[0].results["B"].score == pytest.approx(0.5)
     assert report.unknown_ids == ["ghost"]
-    # the default scorer is exact match: "please stop" != "stop"
-    assert score_prs(eps, {"i1": [(5.0, "please stop")]}).episodes[0].results["B"].score == 0.0
+    # intervention is free text: the default scorer is the intervention reward's token-F1, P = 1/2, R = 1 -> 2/3
+    # (docs/spec.md §4); exact match would give 0
+    default = score_prs(eps, {"i1": [(5.0, "please stop")]})
+    assert default.episodes[0].results["B"].score == pytest.approx(2 / 3)
+    assert default.summary()["groups"]["intervention"]["content_scorer"] == "rule:token_f1"
+    exact = Episode(id="a1", task="accident", duration=30.0, instruction="x", targets=[Target(5.0, "Warning")])
+    report = score_prs([exact], {"a1": [(5.0, "a Warning")]})
+    assert (
+        report.episodes[0].results["B"].score == 0.0 and report.summary()["overall"]["content_scorer"] == "exact_match"
+    )

@@ -87,15 +87,20 @@ def test_one_step_per_frame_and_user_text_joins_the_next_frame():
     assert policy.log == [("e", 0, 0.0, "hi"), ("e", 1, 1.0, ""), ("e", 2, 2.0, "first\nsecond"), ("e", 3, 3.0, "")]
 
 
-def test_silence_signals_and_state_tokens_are_stripped():
+def test_turns_are_classified_by_the_one_rule():
+    """docs/spec.md §13: silence dropped, responses stripped, malformed turns kept as flagged outputs."""
     outputs = {0.0: "</Silence>", 1.0: "</Response> 3", 2.0: "NO REPLY", 3.0: "</Response>", 4.0: "a free answer"}
     policy = ScriptedPolicy({"e": list(outputs.items())}, raw=True)
     episode = Episode(id="e", task="atomic", duration=5.0, instruction="x")
-    got = run_episode(policy, episode, frames_at(sorted(outputs)), silence_signals=("</Silence>", "NO REPLY"))
-    assert got == [Response(1.0, "3"), Response(4.0, "a free answer")]
-    # With the default signal only, NO REPLY is a response.
+    got = run_episode(policy, episode, frames_at(sorted(outputs)), silence_signals=("NO REPLY",))
+    assert got == [Response(1.0, "3"), Response(3.0, "", True), Response(4.0, "a free answer", True)]
+    # Undeclared, NO REPLY is a bare turn of a state-token model: malformed.
     policy = ScriptedPolicy({"e": list(outputs.items())}, raw=True)
-    assert Response(2.0, "NO REPLY") in run_episode(policy, episode, frames_at(sorted(outputs)))
+    assert Response(2.0, "NO REPLY", True) in run_episode(policy, episode, frames_at(sorted(outputs)))
+    # A model without state tokens (plain): bare text is a response, NO REPLY declared silent.
+    policy = ScriptedPolicy({"e": list(outputs.items())}, raw=True)
+    got = run_episode(policy, episode, frames_at(sorted(outputs)), silence_signals=("NO REPLY",), plain=True)
+    assert got == [Response(1.0, "3"), Response(3.0, "", True), Response(4.0, "a free answer")]
 
 
 def test_max_frames_reaches_the_policy_and_observations_are_causal():

@@ -175,3 +175,16 @@ def test_importing_the_module_does_not_import_av_or_pil():
     code = "import sys, proactive_eval.video; print('av' in sys.modules, 'PIL' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_a_cut_video_that_still_opens_is_reported_truncated(tmp_path):
+    """A head-indexed mp4 cut in half opens and decodes its first frames, then stops: not a silent short episode."""
+    from media import cut, write_head_indexed_video
+
+    path = cut(write_head_indexed_video(tmp_path / "cut.mp4", 20))
+    with pytest.raises(VideoError, match=r"cut.mp4: truncated video \(frames stop at .* lasts 20.00 s\)"):
+        list(read_video_frames(path, sample_times(20.0, 1.0)))
+    # the head alone is fine: a caller that only wants the first seconds gets them
+    assert [t for t, _ in read_video_frames(path, [0.0, 1.0, 2.0])] == [0.0, 1.0, 2.0]
+    whole = write_head_indexed_video(tmp_path / "whole.mp4", 20)
+    assert len(list(read_video_frames(whole, sample_times(20.0, 1.0)))) == 20

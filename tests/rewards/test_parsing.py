@@ -179,3 +179,34 @@ OPTIONS = ["Move the occluding object to the left.", "I do not know.", "cat", "d
 )
 def test_parse_mcqa_answer(answer, expected):
     assert parse_mcqa_answer(answer, OPTIONS) == expected
+
+
+def test_stored_responses_and_flagged_malformed_outputs():
+    """Stored records are classified with plain=True; a flagged malformed output stays malformed (docs/spec.md §13)."""
+    turns = parse_turns([(1.0, ""), (2.0, "</Response>"), Response(3.0, "Warning", True), {"time": 4, "text": "x"}])
+    assert [(t.state, t.content) for t in turns] == [
+        ("silence", ""),
+        ("malformed", ""),
+        ("malformed", "Warning"),
+        ("response", "x"),
+    ]
+    assert parse_turns([{"time": 5, "text": "x", "malformed": True}])[0].state == "malformed"
+
+
+def test_classify_turn_per_model_settings():
+    from proactive_rewards import classify_turn
+
+    assert classify_turn("NO REPLY") == ("malformed", "NO REPLY")
+    assert classify_turn("NO REPLY", silence_signals=["NO REPLY"]) == ("silence", "")
+    assert classify_turn("a car", plain=True) == ("response", "a car")
+    assert classify_turn("", plain=True) == ("silence", "")
+    assert classify_turn("</Silence> a car", plain=True) == ("malformed", "a car")  # tokens: the strict rule
+    assert classify_turn(None) == ("malformed", "") and classify_turn(3) == ("malformed", "")
+
+
+def test_a_malformed_output_counts_in_the_denominator_and_earns_nothing():
+    from proactive_rewards import prs_score
+
+    # two outputs on the one target: the malformed one (right text, right time) earns 0, the other exp(-0.05)
+    result = prs_score([Response(10.0, "1", True), Response(11.0, "1")], [(10.0, "1")], mode="B")
+    assert result.score == pytest.approx(math.exp(-0.05) / 2)

@@ -56,7 +56,6 @@ def test_parameters_are_bound_and_checked_at_construction():
         0.75,
         1.0,
     ]
-    assert reward(["A"], options=options[:1], answer=["dog"]) == [0.0]  # valid_actions is optional
     with pytest.raises(TypeError, match=r"unknown parameter\(s\) \['beta'\]; it takes \['alpha', 'lam'\]"):
         get_reward("compositional", beta=1.0)
     with pytest.raises(ValueError, match="lam"):
@@ -73,8 +72,28 @@ def test_unknown_name_lists_valid_ones():
 def test_missing_required_column_names_it():
     with pytest.raises(ValueError, match=r"needs the dataset column\(s\) \['targets'\]; the dataset has \['times'\]"):
         get_reward("count")(["x"], times=[[1.0]])
-    with pytest.raises(ValueError, match=r"\['options', 'answer'\]"):
+    with pytest.raises(ValueError, match=r"\['options', 'answer', 'valid_actions'\]"):
         get_reward("proactive_suggestion")(["x"])
+
+
+def test_suggestion_reward_without_valid_actions_fails_at_start_up():
+    """Without valid actions a valid suggestion would silently score 0 and GRPO would lose r_p (docs/spec.md §7)."""
+    reward = get_reward("proactive_suggestion", r_p=0.5)
+    with pytest.raises(ValueError, match=r"\['valid_actions'\] \(or pass valid_actions=\[\.\.\.\] to get_reward"):
+        reward.check_columns(["prompt", "image", "options", "answer"])
+    with pytest.raises(ValueError, match="valid_actions"):
+        reward(["A"], options=[["Move the object.", "cat", "dog"]], answer=["dog"])
+    reward.check_columns(["prompt", "options", "answer", "valid_actions"])
+    # the actions given another way: a parameter, the same list for every row
+    fixed = get_reward("proactive_suggestion", r_p=0.5, valid_actions=["Move the object."])
+    fixed.check_columns(["prompt", "options", "answer"])
+    assert fixed(["A", "B", "C"], options=[["Move the object.", "cat", "dog"]] * 3, answer=["dog"] * 3) == [
+        0.5,
+        0.0,
+        1.0,
+    ]
+    with pytest.raises(ValueError, match="both as a dataset column and as a parameter"):
+        fixed(["A"], options=[["Move the object.", "cat"]], answer=["cat"], valid_actions=[["Move the object."]])
 
 
 def test_bad_ground_truth_names_column_row_and_target():

@@ -178,6 +178,36 @@ def test_cli_synth_writes_then_reuses(tmp_path, capsys):
     assert "other arguments" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "sizes, expected",
+    [
+        (["--n", "1"], {"train": (1, 1), "validation": (0, 0), "test": (0, 0)}),
+        (["--n", "2"], {"train": (2, 2), "validation": (0, 0), "test": (0, 0)}),
+        (["--n", "3", "--n-envs", "1"], {"train": (1, 1), "validation": (1, 0), "test": (1, 0)}),
+    ],
+)
+def test_cli_synth_tiny_worlds_write_loadable_splits(tmp_path, capsys, sizes, expected):
+    """Every --n / --n-envs >= 1 works; splits too small to get an item are written empty and said so."""
+    args = ["synth", "--out", str(tmp_path), "--tasks", "atomic,accident", "--envs", "occlusion,sketch"]
+    assert main(args + sizes + ["--no-progress", "--size", "32", "--duration", "10,12"]) == 0
+    printed = capsys.readouterr().out
+    for split, (episodes_per_task, envs_per_kind) in expected.items():
+        episodes = load_episodes(tmp_path / split / "episodes.json")
+        assert len(episodes) == 2 * episodes_per_task and all(e.video_path().is_file() for e in episodes)
+        for kind in ("occlusion", "sketch"):
+            path = tmp_path / split / "environments" / f"{kind}.jsonl"
+            rule = "ROD" if kind == "occlusion" else "QD"
+            assert len(load_environments(path, rule, protocol="unfiltered")) == envs_per_kind
+        empty = episodes_per_task == 0 or envs_per_kind == 0
+        line = next(line for line in printed.splitlines() if line.strip().startswith(f"{split}:"))
+        assert ("empty here" in line) == empty
+
+
+def test_cli_synth_refuses_zero_items(tmp_path, capsys):
+    assert main(["synth", "--out", str(tmp_path), "--n", "0", "--no-progress"]) == 2
+    assert "n (--n) must be an integer >= 1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", ["synth", "train", "eval", "demo"])
 def test_cli_commands_show_their_help(command, capsys):
     with pytest.raises(SystemExit) as exit_info:

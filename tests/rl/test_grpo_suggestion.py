@@ -138,6 +138,17 @@ def test_reward_on_rows_matches_the_paper_rule(r_p):
     assert reward(completions=["B. Add more details.", "D. dog"], **last) == [0.0, 1.0]  # no move left
 
 
+def test_rows_without_valid_actions_fail_at_start_up(monkeypatch, tmp_path):
+    """No valid_actions column would silently pay no r_p: the trainer refuses to start (docs/spec.md §7)."""
+    import proactive_rl.data.mcqa as mcqa
+    import proactive_rl.grpo.suggestion.main as suggestion
+
+    to_dataset = mcqa.rows_to_dataset
+    monkeypatch.setattr(mcqa, "rows_to_dataset", lambda rows: to_dataset(rows).remove_columns("valid_actions"))
+    with pytest.raises(ValueError, match=r"needs the dataset column\(s\) \['valid_actions'\]"):
+        suggestion.build_trainer(*_tiny_args(max_steps=1, out=tmp_path))
+
+
 def test_reward_returning_wrong_length_fails_naming_it_inside_grpo(monkeypatch):
     from proactive_rl.grpo.reward_guard import GuardedReward, RewardError
     from proactive_rl.grpo.suggestion import main as suggestion

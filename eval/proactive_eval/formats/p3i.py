@@ -28,19 +28,22 @@ _TARGET_ALIASES = {
 }
 
 
-def convert_p3i(path: str | Path, on_error: str = "raise") -> EpisodeList:
+def convert_p3i(path: str | Path, on_error: str = "raise", video_root: str | Path | None = None) -> EpisodeList:
     """Read P³I-style episodes (JSON list, ``{"episodes": [...]}`` or JSONL).
 
     Args:
         path (`str` or `Path`): the file.
         on_error (`str`, *optional*, defaults to `"raise"`): ``"skip"`` drops bad records (listed in ``.skipped``).
+        video_root (`str` or `Path`, *optional*): the folder relative video paths resolve against; defaults to
+            the file's folder.
     """
     path = Path(path)
     records = read_records(path)
-    return collect(records, path, lambda record, i: p3i_record_to_episode(record, path), on_error)
+    root = Path(video_root) if video_root is not None else path.parent
+    return collect(records, path, lambda record, i: p3i_record_to_episode(record, path, root), on_error)
 
 
-def p3i_record_to_episode(record: Any, path: Path) -> Episode:
+def p3i_record_to_episode(record: Any, path: Path, video_root: Path | None = None) -> Episode:
     """Normalise the aliases of one record, then validate it as an `Episode`."""
     if not isinstance(record, dict):
         raise EpisodeError(f"expected a JSON object, got {type(record).__name__}", file=str(path))
@@ -51,7 +54,7 @@ def p3i_record_to_episode(record: Any, path: Path) -> Episode:
         if all(isinstance(t, dict) and isinstance(t.get("time"), (int, float)) for t in targets):
             targets = sorted(targets, key=lambda t: t["time"])
         record["targets"] = targets
-    return Episode.from_dict(record, file=str(path), base_dir=path.parent)
+    return Episode.from_dict(record, file=str(path), base_dir=video_root if video_root is not None else path.parent)
 
 
 def _rename(record: dict, aliases: dict[str, tuple[str, ...]]) -> dict:

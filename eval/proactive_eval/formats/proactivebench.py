@@ -126,7 +126,9 @@ class ProactiveBenchRecord:
         return path if path.is_absolute() or self.base_dir is None else self.base_dir / path
 
 
-def load_proactivebench(path: str | Path, on_error: str = "raise", dataset: str | None = None) -> EpisodeList:
+def load_proactivebench(
+    path: str | Path, on_error: str = "raise", dataset: str | None = None, data_dir: str | Path | None = None
+) -> EpisodeList:
     """Read and validate ProactiveBench JSONL (or a JSON list) as `ProactiveBenchRecord` items.
 
     Args:
@@ -134,12 +136,16 @@ def load_proactivebench(path: str | Path, on_error: str = "raise", dataset: str 
         on_error (`str`, *optional*, defaults to `"raise"`): ``"skip"`` drops bad records (listed in ``.skipped``).
         dataset (`str`, *optional*): the dataset (acronym or folder name) whose rules apply; by default read from
             each record or the file name (see the module docstring).
+        data_dir (`str` or `Path`, *optional*): the folder the image templates are relative to; defaults to the
+            file's folder.
 
     Raises:
         `EpisodeError`: naming the file, the record id and the field.
     """
     path = Path(path)
-    return collect(read_records(path), path, lambda r, i: parse_record(r, path, dataset=dataset), on_error)
+    return collect(
+        read_records(path), path, lambda r, i: parse_record(r, path, dataset=dataset, base_dir=data_dir), on_error
+    )
 
 
 def save_proactivebench(path: str | Path, records: list[ProactiveBenchRecord]) -> None:

@@ -23,7 +23,9 @@ from proactive_eval.records import check_record, collect, number, read_records, 
 SUBSETS = ("WEB", "EGO", "TV", "VAD")
 
 
-def convert_pvqa(path: str | Path, subset: str | None = None, on_error: str = "raise") -> EpisodeList:
+def convert_pvqa(
+    path: str | Path, subset: str | None = None, on_error: str = "raise", video_root: str | Path | None = None
+) -> EpisodeList:
     """Read a ProactiveVideoQA ``anno.json`` as `pvqa` episodes.
 
     Args:
@@ -31,6 +33,8 @@ def convert_pvqa(path: str | Path, subset: str | None = None, on_error: str = "r
         subset (`str`, *optional*): stored as ``meta["subset"]``; defaults to the file's folder name when that
             is one of WEB, EGO, TV, VAD.
         on_error (`str`, *optional*, defaults to `"raise"`): ``"skip"`` drops bad records (listed in ``.skipped``).
+        video_root (`str` or `Path`, *optional*): where the videos are (the folder holding ``videos/``, or the
+            videos themselves); defaults to the anno file's folder (the official ``<TASK>/videos/`` layout).
 
     Raises:
         `EpisodeError`: naming the file, the ``question_id`` and the anno field (e.g. ``answer[1].reply_timespan``).
@@ -39,10 +43,13 @@ def convert_pvqa(path: str | Path, subset: str | None = None, on_error: str = "r
     if subset is None and path.parent.name.upper() in SUBSETS:
         subset = path.parent.name.upper()
     records = read_records(path, list_keys=("data", "annotations"))
-    return collect(records, path, lambda record, i: pvqa_record_to_episode(record, path, subset), on_error)
+    root = Path(video_root) if video_root is not None else path.parent
+    return collect(records, path, lambda record, i: pvqa_record_to_episode(record, path, subset, root), on_error)
 
 
-def pvqa_record_to_episode(record: Any, path: Path, subset: str | None = None) -> Episode:
+def pvqa_record_to_episode(
+    record: Any, path: Path, subset: str | None = None, video_root: Path | None = None
+) -> Episode:
     """One anno record → one validated `Episode` (see the module docstring for the mapping)."""
     file = str(path)
     required = ("question_id", "conversation", "answer")
@@ -100,8 +107,9 @@ def pvqa_record_to_episode(record: Any, path: Path, subset: str | None = None) -
         if t["time"] > duration:
             raise fail("answer.reply_timespan")(f"reply starts at {t['time']}, after the video end ({duration})")
 
+    root = video_root if video_root is not None else path.parent
     video = record.get("video")
-    if isinstance(video, str) and (path.parent / "videos").is_dir():  # the official <TASK>/videos/ layout
+    if isinstance(video, str) and (root / "videos").is_dir():  # the official <TASK>/videos/ layout
         video = f"videos/{video}"
     episode = {
         "id": rid,
@@ -114,4 +122,4 @@ def pvqa_record_to_episode(record: Any, path: Path, subset: str | None = None) -
     }
     if video:
         episode["video"] = video
-    return Episode.from_dict(episode, file=file, base_dir=path.parent)
+    return Episode.from_dict(episode, file=file, base_dir=root)

@@ -233,7 +233,7 @@ def score_pauc(
     All cumulative prompts are built first, deduplicated, then sent through ``judge.score_many(prompts)``
     when the judge has it (concurrent and cached, `proactive_eval.judges`), else ``judge(question, gold,
     text)`` is called per prompt. An episode missing from `predictions` scores 0.25 on every turn, as in the
-    official scorer.
+    official scorer. Malformed outputs (docs/spec.md §13) are not answers and are left out.
 
     Args:
         episodes (`Sequence[Episode]`): each target needs a `window` (the reply span); `related` is optional;
@@ -250,7 +250,8 @@ def score_pauc(
     pending = []  # (episode, turn index, target, question, kept, texts)
     for episode in episodes:
         question = str(episode.meta.get("question", episode.instruction)) if episode.meta else episode.instruction
-        responses = predictions.get(episode.id, [])
+        # A malformed output (docs/spec.md §13) is not an answer: the judge never sees it.
+        responses = [r for r in map(as_response, predictions.get(episode.id, [])) if not r.malformed]
         for i, target in enumerate(episode.targets):
             if target.window is None:
                 raise ValueError(f"episode {episode.id!r}: targets[{i}] has no window (the PAUC reply span)")

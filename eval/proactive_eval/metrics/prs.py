@@ -2,8 +2,10 @@
 
 Each episode is scored by `proactive_rewards.prs_score` (one scorer for reward and benchmark, STYLE.md #4)
 in both matching modes, with and without the redundancy penalty. Benchmark PRS = 100 × the mean of the
-episode scores, per task and overall. Also reported: responses per target (the mean ``|O_i|``) and the
-median latency ``t_j - τ_i`` of each target's best-scoring matched response.
+episode scores, per task and overall. Also reported: responses per target (the mean ``|O_i|``), the
+median latency ``t_j - τ_i`` of each target's best-scoring matched response, the malformed outputs (docs/spec.md
+§13: counted in ``|O_i|``, credited 0, as in the rewards) and the content scorer behind each task's numbers
+(`proactive_eval.metrics.content`: exact match, or token-F1 / a judge for free-text tasks).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proactive_eval.metrics.content import content_scorers, scorer_name
 from proactive_eval.metrics.pauc import episode_group
 
 logger = logging.getLogger(__name__)
@@ -55,14 +58,17 @@ class PRSReport:
     episodes: list[EpisodePRS] = field(default_factory=list)
     no_targets: list[str] = field(default_factory=list)
     unknown_ids: list[str] = field(default_factory=list)
+    #: group → the name of the content scorer its numbers come from
+    scorers: dict[str, str] = field(default_factory=dict)
 
     def responses_per_target(self, mode: str = "B") -> list[int]:
         """``|O_i|`` of every target, for the histogram."""
         return [len(t.matched) for e in self.episodes for t in e.results[mode].per_target]
 
-    @staticmethod
-    def _stats(episodes: list[EpisodePRS]) -> dict[str, Any]:
+    def _stats(self, episodes: list[EpisodePRS]) -> dict[str, Any]:
         out: dict[str, Any] = {"num_episodes": len(episodes)}
+        names = sorted({self.scorers.get(e.group, "exact_match") for e in episodes})
+        out["content_scorer"] = " + ".join(names) if names else None
         for key in VARIANTS:
             scores = [e.results[key].score for e in episodes]
             out[f"prs_{key.lower()}"] = round(100 * sum(scores) / len(scores), 4) if scores else 0.0
@@ -74,6 +80,9 @@ class PRSReport:
             out[f"median_latency_{mode.lower()}"] = round(statistics.median(latencies), 4) if latencies else None
         out["num_targets"] = sum(len(e.results["B"].per_target) for e in episodes)
         out["answered_targets"] = sum(bool(t.matched) for e in episodes for t in e.results["B"].per_target)
+        out["malformed_outputs"] = sum(
+            sum(r.malformed for t in e.results["B"].per_target for r in t.matched) for e in episodes
+        )
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -105,22 +114,35 @@ def score_prs(
         predictions (`dict[str, Sequence]`): episode id → responses; a missing id means "never spoke".
         alpha (`float`, *optional*, defaults to `0.05`): temporal decay rate.
         content_scorer (`Callable` or `dict[str, Callable]`, *optional*): ``c(response_text, target_text)`` in
-            [0, 1], or one per task; defaults to `proactive_rewards`' exact match (docs/spec.md §4).
+            [0, 1], or one per task (a task missing from the dict gets exact match); defaults to
+            `proactive_eval.metrics.content.content_scorers()`: token-F1 for intervention, the intervention reward's
+            scorer, and exact match for the rest (docs/spec.md §4). A `JudgeScorer` is asked for all its pairs in one
+            batch before scoring.
         progress (`bool`, *optional*): show a progress bar.
     """
     from tqdm.auto import tqdm
 
     prs_score = _prs_score()
+    if content_scorer is None:
+        content_scorer = content_scorers()
+
+    def scorer_of(episode):
+        scorer = content_scorer.get(episode.task) if isinstance(content_scorer, dict) else content_scorer
+        return scorer
+
+    def bound(episode):
+        scorer = scorer_of(episode)
+        return scorer.bind(_question(episode)) if hasattr(scorer, "bind") else scorer
 
     known = {e.id for e in episodes}
     report = PRSReport(unknown_ids=sorted(set(predictions) - known))
     if report.unknown_ids:
         logger.warning("%d prediction ids match no episode (e.g. %s)", len(report.unknown_ids), report.unknown_ids[0])
-    for episode in tqdm(episodes, desc="PRS", disable=not progress):
-        if not episode.targets:
-            report.no_targets.append(episode.id)
-            continue
-        scorer = content_scorer.get(episode.task) if isinstance(content_scorer, dict) else content_scorer
+    scored = [e for e in episodes if e.targets]
+    report.no_targets = [e.id for e in episodes if not e.targets]
+    _prefetch_judged(scored, predictions, scorer_of, alpha, progress)
+    for episode in tqdm(scored, desc="PRS", disable=not progress):
+        scorer = bound(episode)
         responses = predictions.get(episode.id, [])
         results = {
             key: prs_score(
@@ -128,8 +150,36 @@ def score_prs(
             )
             for key, (mode, penalty) in VARIANTS.items()
         }
-        report.episodes.append(EpisodePRS(episode.id, episode_group(episode), results))
+        group = episode_group(episode)
+        report.episodes.append(EpisodePRS(episode.id, group, results))
+        report.scorers[group] = scorer_name(scorer_of(episode))
     return report
+
+
+def _question(episode) -> str:
+    return str(episode.meta.get("question", episode.instruction)) if episode.meta else episode.instruction
+
+
+def _prefetch_judged(episodes, predictions, scorer_of, alpha: float, progress: bool) -> None:
+    """Send every pair a judge-backed scorer will be asked for in one batch: a dry pass records the pairs PRS
+    asks (both matching modes), then the judge rates them all concurrently."""
+    prs_score = _prs_score()
+    requests: dict[int, tuple[Any, list]] = {}
+    for episode in episodes:
+        scorer = scorer_of(episode)
+        if not hasattr(scorer, "prefetch"):
+            continue
+        question = _question(episode)
+        asked = requests.setdefault(id(scorer), (scorer, []))[1]
+
+        def record(response_text, target_text, q=question, asked=asked):
+            asked.append((q, target_text, response_text))
+            return 0.0
+
+        for mode in ("U", "B"):
+            prs_score(predictions.get(episode.id, []), episode.targets, mode=mode, alpha=alpha, content_scorer=record)
+    for scorer, asked in requests.values():
+        scorer.prefetch(asked, progress=progress)
 
 
 def _prs_score():

@@ -337,11 +337,17 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
         tokenizer = getattr(processor, "tokenizer", processor)
         suppress = suppressed_tokens(model, tokenizer, max(len(r["options"]) for r in rows))
         training_args.generation_kwargs = {**(training_args.generation_kwargs or {}), "suppress_tokens": suppress}
+    dataset = rows_to_dataset(rows)
+    reward_funcs = build_rewards(script_args, training_args.num_generations)
+    for reward in reward_funcs:  # a missing reward column fails now, not as a silent 0 (no r_p; docs/spec.md §7)
+        check = getattr(getattr(reward, "fn", reward), "check_columns", None)
+        if check is not None:
+            check(dataset.column_names)
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=build_rewards(script_args, training_args.num_generations),
+        reward_funcs=reward_funcs,
         args=training_args,
-        train_dataset=rows_to_dataset(rows),
+        train_dataset=dataset,
         processing_class=processor,
         peft_config=get_peft_config(model_args),
     )

@@ -1,0 +1,124 @@
+"""Scoring a run: PAUC for ``pvqa`` episodes, PRS for the rest, tables printed and the report written
+(docs/spec.md §4, §5, §12). Shared by ``proactive-eval score`` and ``proactive-eval run``.
+
+The one ``--judge`` spec serves both metrics: the PAUC judge, and the PRS content scorer of free-text tasks
+(intervention; `proactive_eval.metrics.content`). Episodes that could not be played are left out of every metric,
+listed in ``results["failures"]`` and counted in each row's coverage.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("proactive_eval")
+
+JUDGE_HELP = "rule:token_f1 | rule:rouge_l | openai:MODEL@BASE_URL (API key from $OPENAI_API_KEY)"
+
+
+class UsageError(ValueError):
+    """A usage problem (a bad spec or path), printed by the CLI without a traceback."""
+
+
+def make_judge(spec: str, cache_path: str | Path | None = None, concurrency: int = 8):
+    """A judge from ``rule:token_f1``, ``rule:rouge_l`` or ``openai:MODEL@BASE_URL``."""
+    kind, _, rest = spec.partition(":")
+    if kind == "rule" and rest in ("token_f1", "rouge_l"):
+        from proactive_eval.judges import RuleJudge
+
+        return RuleJudge(rest)
+    if kind == "openai" and "@" in rest:
+        from proactive_eval.judges import OpenAIJudge
+
+        model, _, base_url = rest.partition("@")
+        return OpenAIJudge(
+            base_url=base_url,
+            model=model,
+            api_key=os.environ.get("OPENAI_API_KEY"),
+            concurrency=concurrency,
+            cache_path=cache_path,
+        )
+    raise UsageError(f"unknown judge {spec!r}; expected {JUDGE_HELP}")
+
+
+def prs_content_scorers(judge_spec: str, judge_factory=None) -> dict:
+    """PRS content scorers for `judge_spec` (docs/spec.md §4): ``rule:token_f1`` / ``rule:rouge_l`` score free-text
+    tasks (intervention) by that similarity, an ``openai:`` judge by its rating; exact match elsewhere."""
+    from proactive_eval.metrics.content import JudgeScorer, content_scorers
+
+    if judge_spec.startswith("rule:"):
+        try:
+            return content_scorers(judge_spec)
+        except ValueError as err:
+            raise UsageError(f"{err}; --judge expects {JUDGE_HELP}") from None
+    judge = judge_factory() if judge_factory is not None else make_judge(judge_spec)
+    return content_scorers(JudgeScorer(judge, judge_spec))
+
+
+def score(
+    episodes,
+    predictions: dict,
+    judge_spec: str = "rule:token_f1",
+    out: str | Path | None = None,
+    omegas=(0, 0.5, 1),
+    plots: bool = True,
+    progress: bool = True,
+    meta: dict[str, Any] | None = None,
+    judge_concurrency: int = 8,
+    failed: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Score `predictions` against `episodes` (PAUC for ``pvqa``, PRS for the rest), print the tables and
+    write the report into `out` (when given). Returns the results dict.
+
+    `failed` (episode id → reason) are episodes that could not be played: they are left out of every metric,
+    listed in ``results["failures"]`` and counted in each row's coverage."""
+    from proactive_eval.metrics import score_pauc, score_prs
+    from proactive_eval.report import build_results, failure_rows, markdown_report, write_report
+
+    failed = dict(failed or {})
+    failures = failure_rows(failed, episodes)
+    playable = [e for e in episodes if e.id not in failed]
+    pvqa = [e for e in playable if e.task == "pvqa"]
+    other = [e for e in playable if e.task != "pvqa"]
+    pvqa_ids, other_ids = {e.id for e in pvqa}, {e.id for e in other}
+    unknown = sorted(set(predictions) - pvqa_ids - other_ids)
+    if unknown:
+        logger.warning("%d prediction ids match no episode (e.g. %r)", len(unknown), unknown[0])
+    meta = dict(meta or {})
+    meta.update(
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        episodes_scored=len(playable),
+        episodes_total=len(episodes),
+    )
+    meta["prediction_ids_matching_no_episode"] = len(unknown)
+
+    pauc = prs = judge = None
+
+    def the_judge():
+        nonlocal judge
+        if judge is None:
+            cache = Path(out) / "judge_cache.sqlite" if out is not None and judge_spec.startswith("openai:") else None
+            judge = make_judge(judge_spec, cache_path=cache, concurrency=judge_concurrency)
+        return judge
+
+    if pvqa:
+        preds = {k: v for k, v in predictions.items() if k in pvqa_ids}
+        pauc = score_pauc(pvqa, preds, the_judge(), omegas=omegas, progress=progress)
+        meta["judge"] = judge_spec
+    if other:
+        preds = {k: v for k, v in predictions.items() if k in other_ids}
+        prs = score_prs(other, preds, content_scorer=prs_content_scorers(judge_spec, the_judge), progress=progress)
+    if judge is not None and getattr(judge, "stats", None) is not None and hasattr(judge.stats, "as_dict"):
+        meta["judge_stats"] = judge.stats.as_dict()
+
+    results = build_results(pauc, prs, meta, failures)
+    print(markdown_report(results))
+    if out is not None:
+        written = write_report(
+            out, results, pauc=pauc, prs=prs, episodes=episodes, predictions=predictions, plots=plots
+        )
+        print("wrote " + ", ".join(str(p) for p in written.values()))
+    return results
