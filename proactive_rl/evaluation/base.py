@@ -5,7 +5,7 @@ needs no edit anywhere else (docs/architecture.md, "a new evaluator")::
 
     @register_evaluator("answer_length")
     class AnswerLength(Evaluator):
-        def generate(self, model, processor, items, writer=None): ...
+        def generate(self, model, processor, items): ...
         def score(self, records, out_dir, plots=True): ...
 
 A user evaluator outside the library is named by its import path instead (``type: my_package.module.MyEvaluator``).
@@ -103,8 +103,8 @@ class Evaluator:
         raise NotImplementedError(f"{type(self).__name__}: give `items=` or implement _load()")
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        """Records of this rank's `items`; `writer` (a `PredictionWriter`, resumable evaluators) receives each
-        finished item as it ends."""
+        """Records of this rank's `items`; `writer` (a `PredictionWriter`, given to ``resumable`` evaluators
+        only) receives each finished item as it ends."""
         raise NotImplementedError
 
     def score(self, records: list[dict], out_dir, plots: bool = True) -> Scored:

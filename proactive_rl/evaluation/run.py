@@ -76,7 +76,9 @@ def _generate_local(
                 if ev.name in resumed and out is not None:
                     writer = PredictionWriter(partial_path(out / ev.name, state.process_index))
                 try:
-                    records = ev.generate(gen_model, processor, shard, writer=writer)
+                    # only a resumable evaluator takes a writer: a new evaluator's generate(model, processor, items)
+                    kwargs = {"writer": writer} if ev.resumable else {}
+                    records = ev.generate(gen_model, processor, shard, **kwargs)
                 finally:
                     if writer is not None:
                         writer.close()
