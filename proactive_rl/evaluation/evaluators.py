@@ -8,7 +8,7 @@ An evaluator is used in three stages, so that the expensive part is spread over 
    (``{"id", "responses"}`` per episode, or ``{"id", "failed": reason}`` for an episode whose video could not be
    played; ``{"id", "success", "turns", ...}`` per environment, ``{"id", "answer", ...}`` per OEG question);
 3. ``score(records, out_dir)``: on the main process, on the gathered records of every rank: the metrics of the
-   benchmark scorers (`proactive_eval.metrics`, the code the rewards share, STYLE.md #4) and the report files.
+   benchmark scorers (`proactive_eval.metrics`, the code the rewards share) and the report files.
 
 Metric names are flat (``prs_b``, ``atomic/prs_b``, ``pauc_w0.5``, ``acc``); numbers are × 100 as in the papers.
 Streaming evaluators also log ``coverage`` (scored / total episodes, per task too) and ``failed_episodes``: an
