@@ -11,6 +11,10 @@ prefix, G = 8 rollouts, at most 4 tokens per turn, sampling at T = 1 (docs/spec.
    - the engine's own single turn (prefill once, `fork(G)`, decode): the limit of any multi-turn scheme.
    Goal: streaming ≤ 1.3 x `generate`.
 2. Batched sessions (one session forked into G rows) vs G sessions of one row run one after the other.
+3. Speculative silence (the window's frames encoded in one call, silent-turn drafts over blocks of frames, checked
+   per row) vs appending and decoding every frame turn, per group, for the untrained tiny model (which never says
+   ``</Silence>``: every draft is rejected) and for a proactive stand-in (`proactive_stand_in`: silent at most
+   frames, as the SFT model the recipe starts from).
 
 The result line ends with a cProfile breakdown of one streaming rollout (where the time goes).
 
@@ -37,9 +41,9 @@ GOAL = 1.30
 # cProfile rows summed into the breakdown of a streaming rollout: label -> (file name, function name)
 BREAKDOWN = {
     "model.eval()/train() around every forward": ("modeling_utils.py", "eval"),
-    "processor call per appended turn": ("processing_utils.py", "__call__"),
-    "vision encoder, one call per frame": ("session.py", "_encode"),
-    "language-model forwards": ("modeling_qwen2_5_vl.py", "forward", 1172),
+    "processor call (one per window)": ("processing_utils.py", "__call__"),
+    "vision encoder (one call per window)": ("session.py", "_encode"),
+    "language-model calls": ("session.py", "_forward"),
     "token choice (sampling)": ("sampling.py", "choose_tokens"),
 }
 
@@ -65,11 +69,20 @@ def params(seed: int, greedy: bool = False, max_turn_tokens: int = 4):
     return SamplingParams(max_new_tokens=max_turn_tokens, do_sample=not greedy, temperature=1.0, seed=seed)
 
 
-def streaming(model, processor, window, frames, generations: int, sampling):
+def streaming(model, processor, window, frames, generations: int, sampling, speculate: bool = True):
     """G rollouts of one window from one forked session (what the GRPO trainer runs)."""
     from proactive_rl.grpo.streaming.rollout import rollout_window
 
-    return rollout_window(model, processor, window, generations, sampling, frames=frames)
+    return rollout_window(model, processor, window, generations, sampling, frames=frames, speculate=speculate)
+
+
+def proactive(model, processor):
+    """A copy of `model` with a proactive head (silent at most frames; see `proactive_stand_in`)."""
+    import copy
+
+    from proactive_rl.streaming.stand_in import proactive_stand_in
+
+    return proactive_stand_in(copy.deepcopy(model), processor)
 
 
 def one_at_a_time(model, processor, window, frames, generations: int, sampling) -> list:
@@ -179,13 +192,29 @@ def main(argv: list[str] | None = None) -> None:
     inputs = [single_turn_inputs(g, processor) for g in groups]
     for x in inputs:
         engine_single_turn(model, processor, x, G, 0), hf_single_turn(model, processor, x, G, 0)
-    t = {"stream": 0.0, "engine": 0.0, "generate": 0.0, "one_by_one": 0.0}
+    stand_in = proactive(model, processor)
+    for w, f in windows:  # warm-up of the other paths
+        (
+            streaming(model, processor, w, f, G, params(0), speculate=False),
+            streaming(stand_in, processor, w, f, G, params(0)),
+        )
+    t = {"stream": 0.0, "engine": 0.0, "generate": 0.0, "one_by_one": 0.0, "off": 0.0, "pro_on": 0.0, "pro_off": 0.0}
     for r in range(args.rounds):
         for (w, f), x in zip(windows, inputs):
             t["stream"] += _clock(streaming, model, processor, w, f, G, params(r))
+            t["off"] += _clock(streaming, model, processor, w, f, G, params(r), False)
+            t["pro_on"] += _clock(streaming, stand_in, processor, w, f, G, params(r))
+            t["pro_off"] += _clock(streaming, stand_in, processor, w, f, G, params(r), False)
             t["engine"] += _clock(engine_single_turn, model, processor, x, G, r)
             t["generate"] += _clock(hf_single_turn, model, processor, x, G, r)
             t["one_by_one"] += _clock(one_at_a_time, model, processor, w, f, G, params(r))
+    turns = [
+        t.strip()
+        for w, f in windows
+        for traj in streaming(stand_in, processor, w, f, G, params(0))
+        for t in traj.texts
+    ]
+    silent = sum(t == "</Silence>" for t in turns) / len(turns)
     n = args.rounds * len(windows)
     ms = {k: 1e3 * v / n for k, v in t.items()}
     total = sum(len(g[0].prompt_ids) + len(g[0].completion_ids) for g in groups) / len(groups)
@@ -204,6 +233,14 @@ def main(argv: list[str] | None = None) -> None:
         f"which {policy:.0f} policy tokens: streaming {ms['stream']:.0f} ms/group vs model.generate(G) "
         f"{ms['generate']:.0f} ms = {ratio:.2f}x (overhead {100 * (ratio - 1):+.0f}%); engine single turn (prefill "
         f"once, fork, decode; the limit) {ms['engine']:.0f} ms = {ms['stream'] / ms['engine']:.2f}x; {verdict}",
+    )
+    emit(
+        f"{SECTION}: speculative silence, G={G}, before and after",
+        f"{len(windows)} windows x {args.rounds} rounds, time per group of {G} rollouts, every frame turn appended and "
+        f"decoded (before) vs speculative silence over blocks of frames with one vision call per window (after): "
+        f"untrained tiny model (every draft rejected) {ms['off']:.0f} -> {ms['stream']:.0f} ms "
+        f"({ms['off'] / ms['stream']:.2f}x); proactive stand-in ({100 * silent:.0f}% of its turns "
+        f"silent) {ms['pro_off']:.0f} -> {ms['pro_on']:.0f} ms ({ms['pro_off'] / ms['pro_on']:.2f}x)",
     )
     emit(
         f"{SECTION}: batched sessions vs one at a time",

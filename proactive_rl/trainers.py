@@ -48,6 +48,42 @@ def recipe_trainer(argv: Sequence[str]) -> str:
     return trainer
 
 
+def recipe_model(argv: Sequence[str]) -> str | None:
+    """The ``model_name_or_path`` a run will load: the command line's, else the ``--config`` recipe's."""
+    import yaml
+
+    model, path = None, None
+    for i, arg in enumerate(argv):
+        if arg == "--model_name_or_path" and i + 1 < len(argv):
+            model = argv[i + 1]
+        elif arg.startswith("--model_name_or_path="):
+            model = arg.split("=", 1)[1]
+        elif arg == "--config" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+    if model is not None or path is None:
+        return model
+    try:
+        with open(path) as f:
+            recipe = yaml.safe_load(f) or {}
+    except OSError:
+        return None  # recipe_trainer reports the unreadable recipe
+    return recipe.get("model_name_or_path") if isinstance(recipe, dict) else None
+
+
 def run_train(argv: Sequence[str]) -> int:
-    """``proactive-rl train --config RECIPE [--field value ...]``: hand the arguments to the recipe's trainer."""
-    return trainer_module(recipe_trainer(argv)).train_main(list(argv))
+    """``proactive-rl train --config RECIPE [--field value ...]``: hand the arguments to the recipe's trainer.
+
+    A recipe whose local model folder does not exist fails here, before torch or the trainer is imported.
+    """
+    from proactive_rl.models.spec import check_model_path
+
+    trainer = recipe_trainer(argv)
+    model = recipe_model(argv)
+    if isinstance(model, str) and model:
+        try:
+            check_model_path(model)
+        except OSError as err:  # the message names the field, the path and the fix: no traceback needed
+            raise SystemExit(f"proactive-rl train: {err}") from None
+    return trainer_module(trainer).train_main(list(argv))

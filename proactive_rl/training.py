@@ -10,19 +10,111 @@ import json
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.models.spec import load_model_spec
+from proactive_rl.models.spec import check_model_path, load_model_spec, parse_tiny_spec
+from proactive_rl.models.tokenizer import STATE_TOKENS
+
+
+def check_model_args(model_args) -> None:
+    """What a recipe's model block names must exist and be loadable here; checked before any data or model loads.
+
+    A local ``model_name_or_path`` that does not exist fails naming the field and the fix (`check_model_path`);
+    ``load_in_4bit`` / ``load_in_8bit`` (QLoRA, bitsandbytes) needs a CUDA GPU, the bitsandbytes package, a real
+    checkpoint and ``use_peft: true``, and is refused with the flag's name otherwise (never silently ignored).
+    """
+    import importlib.util
+
+    import torch
+
+    check_model_path(model_args.model_name_or_path)
+    flag = next((f for f in ("load_in_4bit", "load_in_8bit") if getattr(model_args, f, False)), None)
+    if flag is None:
+        return
+    if not torch.cuda.is_available():
+        raise ValueError(
+            f"{flag}: QLoRA (bitsandbytes k-bit quantization) needs a CUDA GPU and none is available here; set "
+            f"{flag}: false (use_peft: true alone trains LoRA adapters in full precision) or run on a GPU"
+        )
+    if parse_tiny_spec(model_args.model_name_or_path) is not None:
+        raise ValueError(f"{flag}: the tiny models are built in full precision and cannot be quantized")
+    if not getattr(model_args, "use_peft", False):
+        raise ValueError(f"{flag}: a quantized model only trains adapters; set use_peft: true")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ImportError(f"{flag}: needs the bitsandbytes package (pip install bitsandbytes)")
 
 
 def load_for_training(model_args, seed: int = 0, state_tokens: bool = True):
-    """Model (in train mode) and processor named by ``model_args.model_name_or_path`` (`load_model_spec`)."""
+    """Model (in train mode) and processor named by ``model_args.model_name_or_path`` (`load_model_spec`).
+
+    ``load_in_4bit`` / ``load_in_8bit`` load the checkpoint quantized (QLoRA) on the local GPU (`check_model_args`).
+    """
+    from trl import get_quantization_config
+
+    check_model_args(model_args)
+    quantization = get_quantization_config(model_args)
+    extra = {}
+    if quantization is not None:  # bitsandbytes places the quantized weights on this process's GPU
+        from accelerate import PartialState
+
+        extra = {"quantization_config": quantization, "device_map": {"": PartialState().local_process_index}}
     model, processor = load_model_spec(
         model_args.model_name_or_path,
         dtype=model_args.dtype,
         attn_implementation=model_args.attn_implementation,
         state_tokens=state_tokens,
         seed=seed,
+        **extra,
     )
     return model.train(), processor
+
+
+def peft_config_for(model_args, model, processor, state_tokens: bool = True):
+    """TRL's LoRA config of ``model_args`` (None without ``use_peft``), with the state-token rows trainable.
+
+    A LoRA on the attention projections leaves the embedding rows frozen, so ``</Silence>`` / ``</Response>``
+    (new tokens, docs/spec.md §2) could never move apart. When the tokenizer holds the state tokens their rows of the
+    input embedding (and of an untied output embedding) are trained as well, through PEFT's
+    ``trainable_token_indices`` (only those rows, not the whole matrix). A recipe that sets
+    ``trainable_token_indices`` or saves the embeddings whole (``lora_modules_to_save``) keeps its choice; a trainer
+    whose outputs carry no state tokens (single-turn MCQA) passes ``state_tokens=False``.
+    """
+    from trl import get_peft_config
+
+    config = get_peft_config(model_args)
+    if not state_tokens or config is None or getattr(config, "trainable_token_indices", None) is not None:
+        return config
+    tokenizer = getattr(processor, "tokenizer", processor)
+    vocab = tokenizer.get_vocab()
+    ids = [vocab[t] for t in STATE_TOKENS if t in vocab]
+    if not ids:
+        return config
+    names = {id(module): name.rsplit(".", 1)[-1] for name, module in model.named_modules()}
+    inputs, outputs = model.get_input_embeddings(), model.get_output_embeddings()
+    saved = set(config.modules_to_save or [])
+    if names[id(inputs)] in saved:
+        return config
+    indices = {names[id(inputs)]: ids}
+    if outputs is not None and outputs.weight is not inputs.weight and names[id(outputs)] not in saved:
+        indices[names[id(outputs)]] = ids
+    config.trainable_token_indices = indices
+    return config
+
+
+def eval_callback_config(raw, where: str = "eval_callback"):
+    """A recipe's ``eval_callback`` block validated (`EvalCallbackConfig`) when the recipe is parsed; None stays None."""
+    if raw is None:
+        return None
+    from proactive_rl.evaluation.config import EvalCallbackConfig
+
+    return EvalCallbackConfig.from_dict(raw, where)
+
+
+def attach_eval_callback(trainer, config):
+    """Evaluate the live model on save / every N steps (`ProactiveEvalCallback`, ZeRO-3-safe); None: nothing."""
+    if config is None:
+        return None
+    from proactive_rl.evaluation import ProactiveEvalCallback
+
+    return ProactiveEvalCallback(config).attach(trainer)
 
 
 def freeze_vision_tower(model) -> int:
@@ -38,17 +130,125 @@ def freeze_vision_tower(model) -> int:
     return frozen
 
 
-def finish(trainer, output_dir: str, reports: dict[str, Any] | None = None):
-    """Save the model, the trainer state (log history) and the processor (with its state tokens) to ``output_dir``.
+def finish(trainer, output_dir: str, reports: dict[str, Any] | None = None, model_args=None):
+    """Save the model, the trainer state (log history), the processor (with its state tokens) and a model card.
+
+    ``README.md`` (`model_card`) says what the folder is: base model, recipe, the state tokens and how to prompt the
+    model, and the latest evaluation. With ``push_to_hub: true`` the whole folder (model, processor, card) is
+    uploaded at the end, so the hub copy carries the processor with its state tokens.
 
     Args:
         reports (`dict[str, Any]`, *optional*): ``file name -> JSON-able payload`` written beside the model by the
             main process (e.g. an end-of-run evaluation).
+        model_args (`trl.ModelConfig`, *optional*): the recipe's model block, for the card's base model.
     """
-    trainer.save_model(output_dir)
+    # _internal_call: Trainer.save_model would push (and TRL write its own card) before ours exists; pushed below
+    trainer.save_model(output_dir, _internal_call=True)
     trainer.save_state()  # trainer_state.json: the per-step log history
     if trainer.accelerator.is_main_process:
         trainer.processing_class.save_pretrained(output_dir)
         for name, payload in (reports or {}).items():
             Path(output_dir, name).write_text(json.dumps(payload, indent=2) + "\n")
+        Path(output_dir, "README.md").write_text(model_card(trainer, output_dir, reports, model_args))
+        if getattr(trainer.args, "push_to_hub", False):
+            push_folder(trainer, output_dir)
     return trainer
+
+
+def push_folder(trainer, output_dir: str) -> None:
+    """Upload ``output_dir`` (model, processor with its state tokens, card) to the run's hub repository."""
+    import huggingface_hub
+
+    repo = getattr(trainer, "hub_model_id", None)
+    if repo is None:  # the Trainer creates the repository at start-up; a run that did not gets it here
+        name = trainer.args.hub_model_id or Path(output_dir).name
+        repo = huggingface_hub.create_repo(name, token=trainer.args.hub_token, exist_ok=True).repo_id
+    huggingface_hub.upload_folder(
+        repo_id=repo,
+        folder_path=output_dir,
+        commit_message="End of training (proactive_rl)",
+        token=trainer.args.hub_token,
+        ignore_patterns=["checkpoint-*", "_*", "runs/*"],
+    )
+
+
+def latest_evaluation(output_dir: str, reports: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The last evaluation of the run: the eval callback's ``eval/history.jsonl`` line, else the end-of-run reports."""
+    history = Path(output_dir, "eval", "history.jsonl")
+    if history.is_file():
+        lines = [line for line in history.read_text().splitlines() if line.strip()]
+        if lines:
+            record = json.loads(lines[-1])
+            return {"source": "eval/history.jsonl", "step": record.get("step"), "metrics": record.get("metrics", {})}
+    for name, payload in (reports or {}).items():
+        return {"source": name, "step": None, "metrics": payload}
+    return None
+
+
+def model_card(trainer, output_dir: str, reports: dict[str, Any] | None = None, model_args=None) -> str:
+    """``README.md`` of a saved model folder: base model, recipe, state tokens, how to prompt, latest evaluation."""
+    import sys
+
+    import yaml
+
+    from proactive_rl.chat.messages import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT
+
+    base = getattr(model_args, "model_name_or_path", None) or getattr(trainer.model.config, "_name_or_path", "")
+    argv = sys.argv[1:]
+    recipe = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
+    tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in STATE_TOKENS if t in tokenizer.get_vocab()}
+    hub_base = base and "/" in base and not base.startswith((".", "/", "~")) and not Path(base).exists()
+    front = {"library_name": "transformers", "tags": ["proactive_rl", type(trainer).__name__, "streaming-video"]}
+    if hub_base:
+        front["base_model"] = base
+    args = trainer.args
+    knobs = {
+        k: getattr(args, k)
+        for k in ("learning_rate", "max_steps", "per_device_train_batch_size", "num_generations", "seed")
+        if getattr(args, k, None) is not None
+    }
+    lines = ["---", yaml.safe_dump(front, sort_keys=False).strip(), "---", "", f"# {Path(output_dir).name}", ""]
+    lines += [f"Trained with proactive_rl (`{type(trainer).__name__}`) from `{base or 'unknown'}`."]
+    lines += ["", "## Recipe", ""]
+    lines += [f"- recipe: `{recipe}`" if recipe else "- recipe: built in code (no `--config`)"]
+    lines += [f"- command: `{' '.join(sys.argv)}`"] + [f"- {k}: `{v}`" for k, v in knobs.items()]
+    lines += [f"- steps trained: {trainer.state.global_step}", "", "## State tokens and how to prompt", ""]
+    if ids:
+        lines += [", ".join(f"`{t}` (id {i})" for t, i in ids.items()) + " are single, non-special added tokens of"]
+        lines += ["the saved tokenizer (kept by `skip_special_tokens=True` decoding; docs/spec.md §2). The model"]
+        lines += ["watches a stream one frame per user turn and answers every turn with `</Silence>` or"]
+        lines += ["`</Response> <answer>`. The system turn it was trained with:", "", f"> {DEFAULT_SYSTEM_PROMPT}", ""]
+        example = TIMESTAMP_FORMAT.format(5.0)
+        lines += [
+            f"Each frame's user turn starts with its timestamp (`{example}`), the first one carries the request."
+        ]
+        lines += ["", "```python", "from proactive_rl.models import load_model"]
+        lines += ["from proactive_rl.streaming import HFStreamingPolicy  # frame-by-frame decoding, KV cache kept"]
+        lines += ["", f'model, processor = load_model("{output_dir}")', "```"]
+    else:
+        lines += [
+            "Single-turn multiple-choice model: the prompt is the question with lettered options (no state tokens)."
+        ]
+    lines += ["", "## Evaluation", ""]
+    latest = latest_evaluation(output_dir, reports)
+    if latest is None:
+        lines += ["No evaluation during this run (add an `eval_callback` block to the recipe)."]
+    else:
+        where = f"step {latest['step']}" if latest["step"] is not None else "end of run"
+        lines += [f"Latest ({where}, from `{latest['source']}`):", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in _flat(latest["metrics"]).items()]
+    return "\n".join(lines) + "\n"
+
+
+def _flat(metrics: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(metrics, dict):
+        return {prefix.rstrip("/"): metrics}
+    out: dict[str, Any] = {}
+    for k, v in metrics.items():
+        out.update(_flat(v, f"{prefix}{k}/") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

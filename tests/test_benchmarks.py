@@ -155,6 +155,20 @@ def test_batched_rollouts_equal_one_session_at_a_time_under_greedy(rollout_setup
     assert len(set(batched[0].texts)) > 1  # the sharpened model does not repeat one turn
 
 
+def test_speculative_rollouts_equal_turn_by_turn_ones_under_greedy(rollout_setup):
+    """The before/after comparison decodes the same tokens: greedy rollouts with and without speculative silence,
+    for the untrained model (drafts rejected) and the proactive stand-in (drafts mostly kept)."""
+    rollout, model, processor, (window, frames) = rollout_setup
+    greedy = rollout.params(0, greedy=True)
+    for policy in (model, rollout.proactive(model, processor)):
+        on = rollout.streaming(policy, processor, window, frames, 3, greedy)
+        off = rollout.streaming(policy, processor, window, frames, 3, greedy, speculate=False)
+        for a, b in zip(on, off):
+            assert a.completion_ids == b.completion_ids and a.texts == b.texts
+            assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+    assert "</Silence>" in on[0].texts
+
+
 def test_single_turn_baselines_cover_the_same_tokens(rollout_setup):
     rollout, model, processor, (window, frames) = rollout_setup
     group = rollout.streaming(model, processor, window, frames, 3, rollout.params(1))
@@ -171,6 +185,29 @@ def test_single_turn_baselines_cover_the_same_tokens(rollout_setup):
     generated = rollout.hf_single_turn(model, processor, x, 3, seed=0)
     assert tuple(generated.shape) == (3, len(x["input_ids"]) + x["new_tokens"])
     assert generated[:, : len(x["input_ids"])].eq(torch.tensor(x["input_ids"])).all()
+
+
+# -------------------------------------------------------------------------------------------------- streaming
+def test_streaming_configurations_decode_the_same_dialogue():
+    """Every engine configuration the streaming benchmark times decodes the same tokens, and the naive baseline
+    re-decodes exactly the turns of that dialogue."""
+    import numpy as np
+
+    streaming = load("streaming")
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 255, size=(64, 64, 3), dtype=np.uint8) for _ in range(6)]
+    model, processor = streaming.proactive_model("qwen2_5_vl", "xs", frames, respond=0.2)
+    runs = {name: streaming.run_engine(model, processor, frames, 3, **kw) for name, kw in streaming.CONFIGS.items()}
+    ids = runs[streaming.ENGINE][1]
+    assert all(run[1] == ids for run in runs.values())
+    turns = streaming.turns_of(processor, ids)
+    assert len(turns) == 6
+    stop = processor.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    header = processor.tokenizer("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
+    for start, end in turns:
+        assert ids[start - len(header) : start] == header and ids[end - 1] == stop and stop not in ids[start : end - 1]
+    calls = {name: run[2].n_forward_calls for name, run in runs.items()}
+    assert calls[streaming.ENGINE] < calls["speculative silence, K=1"] < calls["frame by frame"]
 
 
 # ---------------------------------------------------------------------------------------------------- memory

@@ -14,8 +14,11 @@ and two measurements run:
        vision tower    2·N_vision·P (forward only: frozen)          (P patches; windowed attention left out)
 
    divided by the step time and the GPU's dense bf16 peak (``--peak-tflops``; known for H100/H200/A100).
-2. Streaming: a `StreamingSession` (docs/spec.md §9) fed one frame turn at a time and decoding one assistant turn of at most
-   ``--turn-tokens`` tokens after each; per frame, the append (prefill of the new turn) and the decode, in ms.
+2. Streaming (docs/spec.md §9), with the output head made proactive (`proactive_stand_in` fit to the stream's all-silent
+   dialogue, ``--respond`` of its turn starts answered: random weights never say ``</Silence>``): live, the latency of
+   a frame (append + assistant turn of at most ``--turn-tokens`` tokens) frame by frame and with speculative silence
+   (K = 1; same tokens, checked); recorded, the engine's time over the whole stream (frame by frame, K = 1, K = 16 with
+   one vision call per block) over one full forward pass of the final sequence (image processing included).
 
 Prints one JSON object (and writes it to ``$OUT/qwen2_5_vl_3b.json`` when ``$OUT`` is set). ``--dry-run`` runs the
 same code on the CPU with the tiny model and tiny sizes (a test does this)::
@@ -223,35 +226,109 @@ def bench_sft(model, processor, batch: dict, device, steps: int, warmup: int) ->
     }
 
 
-def bench_stream(model, processor, chunks, device, turn_tokens: int) -> dict:
+def stream_dialogue(chunks, draft: list[int], image_token_id: int) -> dict:
+    """The stream's all-silent dialogue (each chunk followed by the silent turn), as `encode_dialogue` outputs: the
+    examples the stand-in head is fit to."""
+    ids = torch.tensor([t for c in chunks for t in [*c.input_ids, *draft]])
+    labels = torch.tensor([t for c in chunks for t in [-100] * len(c.input_ids) + draft])
+    return {
+        "input_ids": ids,
+        "labels": labels,
+        "mm_token_type_ids": (ids == image_token_id).long(),
+        "pixel_values": torch.cat([c.pixel_values for c in chunks]),
+        "image_grid_thw": torch.cat([c.image_grid_thw for c in chunks]),
+    }
+
+
+def fresh(chunks):
+    """New `Chunk`s for the stream (vision features are cached in a chunk: each configuration encodes its own)."""
+    from proactive_rl.streaming.chunks import Chunk
+
+    return [Chunk(c.input_ids, c.pixel_values, c.image_grid_thw) for c in chunks]
+
+
+def bench_stream(model, processor, chunks, device, turn_tokens: int, respond: float) -> dict:
+    """Per-frame latency of live streaming (frame by frame vs speculative silence, K = 1) and the engine/full-forward
+    ratio on the recorded stream (frame by frame, K = 1, K = 16 with one vision call per block), for the model with
+    a proactive head (`proactive_stand_in`, fit to the stream's all-silent dialogue, ``respond`` of its turn starts
+    answered)."""
     from proactive_rl.streaming import SamplingParams, StreamingSession
+    from proactive_rl.streaming.speculation import Lookahead, silent_draft
+    from proactive_rl.streaming.stand_in import proactive_stand_in
 
     model.eval()
-    session = StreamingSession(model, processor)
-    params = SamplingParams(max_new_tokens=turn_tokens)
-    append_ms, decode_ms, decoded = [], [], []
-    for text, frame in chunks:
+    draft = silent_draft(processor)
+    base = StreamingSession(model, processor).chunks([t for t, _ in chunks], [[f] for _, f in chunks])
+    dialogue = stream_dialogue(base, draft, model.config.image_token_id)
+    proactive_stand_in(model, processor, respond=respond, dialogues=[dialogue])
+    params = SamplingParams(max_new_tokens=turn_tokens, defer_capped_stop=True)
+
+    def live(speculate: bool) -> tuple[list[float], StreamingSession]:
+        session, ms = StreamingSession(model, processor), []
+        for chunk in fresh(base):
+            sync(device)
+            start = time.perf_counter()
+            session.step([chunk], params, draft if speculate else None)
+            sync(device)
+            ms.append(1e3 * (time.perf_counter() - start))
+        return ms, session
+
+    def recorded(k: int | None) -> tuple[float, StreamingSession]:
+        session, todo = StreamingSession(model, processor), fresh(base)
         sync(device)
         start = time.perf_counter()
-        session.append(text, [frame])
+        if k is None:
+            for chunk in todo:
+                session.step([chunk], params)
+        else:
+            size, done = Lookahead(k), 0
+            while done < len(todo):
+                session.encode(todo[done : done + k])  # the frames known in advance: one vision call
+                block, kept = todo[done : done + size.size], session.n_drafts_kept
+                done += len(session.step(block, params, draft))
+                size.update(len(block), session.n_drafts_kept - kept == len(block))
         sync(device)
-        mid = time.perf_counter()
-        out = session.generate(params)
+        return time.perf_counter() - start, session
+
+    live(True)  # warm-up (kernels, allocator)
+    frame_ms, plain = live(False)
+    spec_ms, spec = live(True)
+    ids = plain.token_ids(0)
+    if spec.token_ids(0) != ids:
+        raise RuntimeError("speculative and frame-by-frame streaming decoded different tokens")
+    engine = {name: recorded(k) for name, k in {"frame_by_frame": None, "K=1": 1, "K=16": 16}.items()}
+    full = []
+    for _ in range(3):
         sync(device)
-        append_ms.append(1e3 * (mid - start))
-        decode_ms.append(1e3 * (time.perf_counter() - mid))
-        decoded.append(len(out.token_ids[0]))
-    total = [a + d for a, d in zip(append_ms, decode_ms)]
-    steady = total[len(total) // 4 :] or total  # the first frames include warm-up (kernels, allocator)
+        start = time.perf_counter()
+        vision = processor.image_processor(images=[f for _, f in chunks], return_tensors="pt")
+        t = torch.tensor([ids], device=device)
+        with torch.no_grad():
+            model(
+                input_ids=t,
+                mm_token_type_ids=(t == model.config.image_token_id).long(),
+                pixel_values=vision["pixel_values"].to(device, model.dtype),
+                image_grid_thw=vision["image_grid_thw"].to(device),
+                logits_to_keep=1,
+            )
+        sync(device)
+        full.append(time.perf_counter() - start)
+    full_s = min(full)
+    steady = slice(len(frame_ms) // 4, None)  # the first frames include warm-up (kernels, allocator)
     return {
         "frames": len(chunks),
-        "context_tokens": len(session.token_ids(0)),
-        "frame_ms_median": statistics.median(steady),
-        "frame_ms_p90": float(np.percentile(steady, 90)),
-        "frame_ms_last": total[-1],
-        "append_ms_median": statistics.median(append_ms[len(append_ms) // 4 :] or append_ms),
-        "decode_ms_median": statistics.median(decode_ms[len(decode_ms) // 4 :] or decode_ms),
-        "decoded_tokens_per_turn": statistics.mean(decoded),
+        "context_tokens": len(ids),
+        "responding_turns": len(chunks) - spec.n_drafts_kept,
+        "frame_ms_median": statistics.median(frame_ms[steady]),
+        "frame_ms_p90": float(np.percentile(frame_ms[steady], 90)),
+        "frame_ms_last": frame_ms[-1],
+        "speculative_frame_ms_median": statistics.median(spec_ms[steady]),
+        "speculative_frame_ms_p90": float(np.percentile(spec_ms[steady], 90)),
+        "full_forward_s": full_s,
+        "engine_s": {name: s for name, (s, _) in engine.items()},
+        "engine_over_full": {name: s / full_s for name, (s, _) in engine.items()},
+        "lm_calls": {name: sess.n_forward_calls for name, (_, sess) in engine.items()},
+        "vision_calls": {name: sess.n_vision_calls for name, (_, sess) in engine.items()},
     }
 
 
@@ -274,6 +351,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--frames", type=int, default=128, help="frames fed to the streaming session")
     parser.add_argument("--turn-tokens", type=int, default=8, help="max decoded tokens per assistant turn")
+    parser.add_argument("--respond", type=float, default=0.05, help="share of turn starts the stand-in head answers")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the GPU's dense bf16 peak (for MFU)")
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny model, tiny sizes: check the preparation")
     args = parser.parse_args(argv)
@@ -302,7 +380,7 @@ def main(argv: list[str] | None = None) -> dict:
     model = build_model(config, args.model, device, dtype)
     built_s = time.perf_counter() - start
     sft = bench_sft(model, processor, batch, device, args.steps, args.warmup)
-    stream = bench_stream(model, processor, chunks, device, args.turn_tokens)
+    stream = bench_stream(model, processor, chunks, device, args.turn_tokens, args.respond)
     peak = peak_tflops(device, args.peak_tflops)
     mfu = sft["tflops_per_s"] / peak if peak else None
     result = {
@@ -324,10 +402,12 @@ def main(argv: list[str] | None = None) -> dict:
     result["line"] = (
         f"{result['model']} on {result['device']} ({result['dtype']}): SFT {sft['tokens_per_s']:,.0f} tokens/s "
         f"(batch {args.batch} x {args.seconds} frames, {sft['tokens_per_step']:,} tokens/step, {sft['step_s']:.3f} "
-        f"s/step), {sft['tflops_per_s']:.0f} TFLOP/s, {mfu_text}; streaming {stream['frames']} frames: "
-        f"{stream['frame_ms_median']:.1f} ms/frame median (p90 {stream['frame_ms_p90']:.1f}, last "
-        f"{stream['frame_ms_last']:.1f} at {stream['context_tokens']:,} tokens; append {stream['append_ms_median']:.1f} "
-        f"+ decode {stream['decode_ms_median']:.1f} ms for {stream['decoded_tokens_per_turn']:.1f} tokens)"
+        f"s/step), {sft['tflops_per_s']:.0f} TFLOP/s, {mfu_text}; streaming {stream['frames']} frames "
+        f"({stream['context_tokens']:,} tokens, proactive stand-in head, {stream['responding_turns']} turns respond): "
+        f"live {stream['frame_ms_median']:.1f} ms/frame median frame by frame (p90 {stream['frame_ms_p90']:.1f}), "
+        f"{stream['speculative_frame_ms_median']:.1f} with speculative silence (p90 "
+        f"{stream['speculative_frame_ms_p90']:.1f}); recorded, engine / one full forward ({stream['full_forward_s']:.2f}"
+        f" s): " + ", ".join(f"{k} {v:.2f}x" for k, v in stream["engine_over_full"].items())
     )
     text = json.dumps(result, indent=2, default=str)
     print(text)

@@ -70,11 +70,40 @@ def run_episode(
 
     Raises:
         `VideoError` (from the default frame source) when the video cannot be read to its end.
+
+    A policy with a ``lookahead`` > 1 and a ``step_ahead(observations) -> outputs`` method (the HF engine) is given
+    up to that many upcoming observations at once (the frames are recorded) and returns the outputs of the first
+    n >= 1 of them; it must make each output depend only on its own frame's past, as `step` does.
     """
     frames = (frame_source or _default_frames)(episode)
     policy.reset(episode)
-    pending, next_turn = list(episode.user_turns), 0
+    observations = _observations(episode, frames, max_frames)
+    lookahead = int(getattr(policy, "lookahead", 1)) if hasattr(policy, "step_ahead") else 1
     responses: list[Response] = []
+
+    def record(observation: Observation, text: str) -> None:
+        output = turn_output(observation.time, text, silence_signals, plain=plain)
+        if output is not None:
+            responses.append(output)
+
+    if lookahead <= 1:
+        for observation in observations:
+            record(observation, policy.step(observation))
+        return responses
+    # Recorded video: the policy may decide several frames per call; each output still depends on its frame's past.
+    buffer: list[Observation] = []
+    for observation in observations:
+        buffer.append(observation)
+        while len(buffer) >= lookahead:
+            buffer = _step_ahead(policy, buffer, record)
+    while buffer:
+        buffer = _step_ahead(policy, buffer, record)
+    return responses
+
+
+def _observations(episode: Episode, frames: Iterable, max_frames: int | None) -> Iterator[Observation]:
+    """One observation per frame: the frame, the instruction, and the user texts whose time has come."""
+    pending, next_turn = list(episode.user_turns), 0
     step = -1
     for step, (time, frame) in enumerate(frames):
         texts = []
@@ -84,17 +113,25 @@ def run_episode(
         meta = dict(episode.meta)
         if max_frames is not None:
             meta["max_frames"] = int(max_frames)
-        observation = Observation(episode.id, step, float(time), [frame], episode.instruction, "\n".join(texts), meta)
-        output = turn_output(time, policy.step(observation), silence_signals, plain=plain)
-        if output is not None:
-            responses.append(output)
+        yield Observation(episode.id, step, float(time), [frame], episode.instruction, "\n".join(texts), meta)
     if next_turn < len(pending):
         logger.warning(
             "episode %r: %d user turn(s) after the last frame were never shown", episode.id, len(pending) - next_turn
         )
     if step < 0:
         logger.warning("episode %r: no frames", episode.id)
-    return responses
+
+
+def _step_ahead(policy, buffer: list[Observation], record) -> list[Observation]:
+    """Let `policy` decide the first frames of `buffer`; the observations still undecided."""
+    outputs = policy.step_ahead(buffer)
+    if not 1 <= len(outputs) <= len(buffer):
+        raise RuntimeError(
+            f"{type(policy).__name__}.step_ahead returned {len(outputs)} outputs for {len(buffer)} frames"
+        )
+    for observation, output in zip(buffer, outputs):
+        record(observation, output)
+    return buffer[len(outputs) :]
 
 
 class StreamingRun(dict):

@@ -39,7 +39,9 @@ from proactive_rl.chat.render import (
     render_assistant_turn,
     render_observation,
     render_system_turn,
+    render_text,
     render_user_turn,
+    turn_markers,
 )
 
 __all__ = [
@@ -56,7 +58,9 @@ __all__ = [
     "render_assistant_turn",
     "render_observation",
     "render_system_turn",
+    "render_text",
     "render_user_turn",
     "timestamp_text",
+    "turn_markers",
     "user_content",
 ]

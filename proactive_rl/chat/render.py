@@ -185,6 +185,18 @@ def _hw(image) -> tuple[int, int]:
     return int(shape[0]), int(shape[1])
 
 
+def render_text(processor, message: dict) -> str:
+    """The chat-template text of one message, rendered alone (images as placeholders); cached per processor."""
+    return _renderer(processor).segment(_key(message))
+
+
+def turn_markers(processor) -> tuple[str, str]:
+    """``(header, end_of_turn)``: the text that opens an assistant turn (the generation prompt) and the end-of-turn
+    token's text (``<|im_end|>`` for Qwen)."""
+    renderer = _renderer(processor)
+    return renderer.header, renderer.end_of_turn
+
+
 def render_system_turn(processor, system_prompt: str = DEFAULT_SYSTEM_PROMPT) -> RenderedTurn:
     """The system turn's token ids (the start of every dialogue)."""
     return _renderer(processor).turn({"role": "system", "content": [{"type": "text", "text": system_prompt}]})

@@ -4,7 +4,7 @@ KV-cache streaming policy; the ProactiveBench ones (MCQA, OEG) are in `proactive
 Each is an `Evaluator` (`proactive_rl.evaluation.base`: items → generate on this rank's shard → score on the main
 process) registered under its ``type``. Records are ``{"id", "responses"}`` per episode, or ``{"id", "failed":
 reason}`` for an episode whose video could not be played; scores come from the benchmark scorers
-(`proactive_eval.metrics`, the code the rewards share, STYLE.md #4). Metric names are flat (``prs_b``,
+(`proactive_eval.metrics`, the code the rewards share). Metric names are flat (``prs_b``,
 ``atomic/prs_b``, ``pauc_w0.5``); numbers are × 100 as in the papers. Streaming evaluators also log ``coverage``
 (scored / total episodes, per task too) and ``failed_episodes``: an episode whose video is missing, truncated or
 undecodable is skipped and named (``on_error: raise`` stops instead), and its turns are classified by the one rule

@@ -1,5 +1,5 @@
 """The live model as a `StreamingPolicy` / an "answer an observation" function (MCQA, OEG), and ZeRO-3-safe
-generation (STYLE.md #5).
+generation (every rank decodes its own shard).
 
 Both decode greedily and render their prompt exactly as the matching trainer does, so a model sees at evaluation
 what it was trained on: the streaming policy through the KV-cache engine of `proactive_rl.streaming` (docs/spec.md

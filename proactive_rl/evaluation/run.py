@@ -1,7 +1,7 @@
 """`evaluate_model`: run evaluators on a model across ranks and write the results (shared by the callback and
 `proactive-rl eval`, so that both give the same numbers for the same weights).
 
-Distributed protocol (STYLE.md #5): every rank builds the same items, takes its contiguous shard with
+Distributed protocol: every rank builds the same items, takes its contiguous shard with
 `PartialState.split_between_processes`, and generates on it with the parameters gathered whole (ZeRO-3: a
 sharded forward is a collective, and ranks decode for different numbers of steps). The records are collected
 with `gather_object`; the main process scores them (a judge is called once, not once per rank), writes the

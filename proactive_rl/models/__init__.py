@@ -3,21 +3,32 @@
 - `build_tiny(arch, size, seed)`: a Qwen2.5-VL / Qwen3-VL / LLaVA-NeXT-Mistral model and processor built locally
   (tests, demo).
 - `load_model(name_or_path, ...)`: a hub id or a local directory, with the state tokens added.
-- `add_state_tokens(model, processor)`: ``</Silence>`` / ``</Response>`` as single special tokens.
+- `add_state_tokens(model, processor)`: ``</Silence>`` / ``</Response>`` as single non-special added tokens.
+
+The names are imported on first use, so `proactive_rl.models.spec.check_model_path` (run before a recipe's trainer
+is even imported) does not pay for torch and transformers.
 """
 
-from proactive_rl.models.loading import ATTN_IMPLEMENTATIONS, add_state_tokens, check_attn_implementation, load_model
-from proactive_rl.models.tiny import ARCHS, SIZES, build_tiny
-from proactive_rl.models.tokenizer import STATE_TOKENS, build_tokenizer
+from importlib import import_module
 
-__all__ = [
-    "ARCHS",
-    "ATTN_IMPLEMENTATIONS",
-    "SIZES",
-    "STATE_TOKENS",
-    "add_state_tokens",
-    "build_tiny",
-    "build_tokenizer",
-    "check_attn_implementation",
-    "load_model",
-]
+_WHERE = {
+    "ATTN_IMPLEMENTATIONS": "loading",
+    "add_state_tokens": "loading",
+    "check_attn_implementation": "loading",
+    "load_model": "loading",
+    "ARCHS": "tiny",
+    "SIZES": "tiny",
+    "build_tiny": "tiny",
+    "STATE_TOKENS": "tokenizer",
+    "build_tokenizer": "tokenizer",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'proactive_rl.models' has no attribute {name!r}")
+    value = getattr(import_module(f"proactive_rl.models.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

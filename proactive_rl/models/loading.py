@@ -2,8 +2,8 @@
 
 One function for every entry point (trainer, evaluator, demo): `load_model` takes a hub id such as
 ``Qwen/Qwen3-VL-4B-Instruct`` or a directory written by `save_pretrained` (a tiny model included), adds
-``</Silence>`` / ``</Response>`` as single special tokens when missing (docs/spec.md §2), and resizes the
-embeddings. The tokens live in the tokenizer, so saving the processor beside the model records them and
+``</Silence>`` / ``</Response>`` as single non-special added tokens when missing (docs/spec.md §2; non-special so
+that ``skip_special_tokens=True`` decoding keeps them), and resizes the embeddings. The tokens live in the tokenizer, so saving the processor beside the model records them and
 a checkpoint reloads with them.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from proactive_rl.models.tokenizer import STATE_TOKENS
+from proactive_rl.models.tokenizer import STATE_TOKENS, plain_state_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ def load_model(
     model = AutoModelForImageTextToText.from_pretrained(
         str(name_or_path), dtype=resolved_dtype, attn_implementation=attn, **model_kwargs
     )
+    plain_state_tokens(processor.tokenizer if hasattr(processor, "tokenizer") else processor)
     if state_tokens:
         add_state_tokens(model, processor)
     return model, processor
@@ -107,12 +108,15 @@ def check_attn_implementation(attn_implementation: str | None) -> str:
 
 
 def add_state_tokens(model, processor) -> dict[str, int]:
-    """Add ``</Silence>`` and ``</Response>`` as single special tokens when missing, and fit the embeddings (docs/spec.md §2).
+    """Add ``</Silence>`` and ``</Response>`` as single non-special tokens when missing, and fit the embeddings.
 
-    When the embedding matrix has no room for the new ids it is resized (new rows initialised to the mean
-    of the old ones, `mean_resizing`); when it already has spare rows (released Qwen checkpoints pad their
-    vocabulary), the rows of the new ids are set to the mean embedding of the tokenizer's vocabulary, so a
-    new token starts as an average token rather than an untrained row. Idempotent.
+    docs/spec.md §2. The tokens are *added* tokens (matched whole in any text) but not *special* ones, so that
+    decoding with ``skip_special_tokens=True`` (TRL, vLLM) keeps them; a tokenizer that holds them as special
+    tokens (an older checkpoint) has them re-registered (`plain_state_tokens`, ids unchanged). When the embedding
+    matrix has no room for new ids it is resized; when it already has spare rows (released Qwen checkpoints pad
+    their vocabulary) they are used. Either way each new row (input and output embeddings) starts at the mean row of
+    the pieces its word is made of (``Silence``, ``Response``), so the two tokens start apart and near meaningful
+    words rather than tied at one vocabulary mean. Idempotent.
 
     Args:
         model (`PreTrainedModel`): the model whose input (and output) embeddings to fit.
@@ -121,35 +125,43 @@ def add_state_tokens(model, processor) -> dict[str, int]:
     Returns:
         `dict[str, int]`: the id of each state token.
     """
+    from tokenizers import AddedToken
+
     tokenizer = getattr(processor, "tokenizer", processor)
+    plain_state_tokens(tokenizer)
     old_len = len(tokenizer)
-    missing = [t for t in STATE_TOKENS if not _is_single_special(tokenizer, t)]
+    missing = [t for t in STATE_TOKENS if not _is_single_token(tokenizer, t)]
     if missing:
-        tokenizer.add_special_tokens({"extra_special_tokens": missing}, replace_extra_special_tokens=False)
+        tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in missing])
         new_ids = [tokenizer.convert_tokens_to_ids(t) for t in missing]
         rows = model.get_input_embeddings().weight.shape[0]
         if len(tokenizer) > rows:
-            model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64, mean_resizing=True)
-        else:
-            _mean_init_rows(model, [i for i in new_ids if i >= old_len], old_len)
+            model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64, mean_resizing=False)
+        _init_rows(model, tokenizer, {t: i for t, i in zip(missing, new_ids) if i >= old_len}, old_len)
         logger.info("added state tokens %s (ids %s)", missing, new_ids)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in STATE_TOKENS}
     for token in STATE_TOKENS:
-        if not _is_single_special(tokenizer, token):
-            raise RuntimeError(f"could not make {token!r} a single special token of {type(tokenizer).__name__}")
+        if not _is_single_token(tokenizer, token) or token in tokenizer.all_special_tokens:
+            raise RuntimeError(f"could not make {token!r} a single non-special token of {type(tokenizer).__name__}")
     return ids
 
 
-def _is_single_special(tokenizer, token: str) -> bool:
+def _is_single_token(tokenizer, token: str) -> bool:
     ids = tokenizer(token, add_special_tokens=False)["input_ids"]
-    return len(ids) == 1 and token in tokenizer.all_special_tokens
+    return len(ids) == 1 and tokenizer.convert_ids_to_tokens(ids[0]) == token
 
 
-def _mean_init_rows(model, rows: list[int], old_len: int) -> None:
-    if not rows:
+def state_row_sources(tokenizer, tokens) -> dict[str, list[int]]:
+    """Per state token, the ids of its word's pieces (``Silence`` for ``</Silence>``) that its row starts from."""
+    return {t: tokenizer(t.strip("</>"), add_special_tokens=False)["input_ids"] for t in tokens}
+
+
+def _init_rows(model, tokenizer, new: dict[str, int], old_len: int) -> None:
+    if not new:
         return
     from transformers.integrations import is_deepspeed_zero3_enabled
 
+    sources = state_row_sources(tokenizer, new)
     weights = [model.get_input_embeddings().weight]
     out = model.get_output_embeddings()
     if out is not None and out.weight is not weights[0]:
@@ -164,7 +176,11 @@ def _mean_init_rows(model, rows: list[int], old_len: int) -> None:
         context = contextlib.nullcontext()
     with context, torch.no_grad():
         for weight in weights:
-            weight[rows] = weight[:old_len].float().mean(0).to(weight.dtype)
+            mean = weight[:old_len].float().mean(0)
+            for token, row in new.items():
+                pieces = [i for i in sources[token] if i < old_len]
+                start = weight[pieces].float().mean(0) if pieces else mean
+                weight[row] = start.to(weight.dtype)
 
 
 def _resolve_dtype(dtype):

@@ -1,16 +1,50 @@
 """One model spec for every entry point: ``tiny:<arch>:<size>``, a hub id, or a local folder.
 
 `load_model_spec` is what the trainers, `proactive-rl eval` and the demo call; ``tiny:`` builds the embedded tiny
-model locally (no download), anything else goes through `load_model` (state tokens added when asked).
+model locally (no download), anything else goes through `load_model` (state tokens added when asked). A spec that
+names a local folder which does not exist fails at once (`check_model_path`), before any network call.
 """
 
 from __future__ import annotations
 
-from proactive_rl.models.loading import check_attn_implementation, load_model
-from proactive_rl.models.tiny import build_tiny
+import os
+from pathlib import Path
 
 TINY_PREFIX = "tiny:"
 TINY_DEFAULTS = ("qwen2_5_vl", "xs")
+# First path parts that name the project's own output folders, never a hub organisation.
+LOCAL_ROOTS = ("outputs", "output", "checkpoints", "runs", "demo_out")
+MISSING_FOLDER_FIX = "run recipes/tiny/sft.yaml first, or pass --model_name_or_path tiny:qwen2_5_vl:xs"
+
+
+def looks_local(name: str) -> bool:
+    """Whether a model spec names a local folder rather than a hub id (``owner/name``).
+
+    >>> [looks_local(n) for n in ("./m", "/abs/m", "~/m", "outputs/tiny-sft", "a/b/c", "m/", "Qwen/Qwen3-VL-4B")]
+    [True, True, True, True, True, True, False]
+    """
+    if name.startswith(("/", "./", "../", "~", ".\\")) or name.endswith(("/", os.sep)):
+        return True
+    parts = name.replace(os.sep, "/").split("/")
+    return len(parts) > 2 or (len(parts) == 2 and (parts[0] in LOCAL_ROOTS or Path(parts[0]).is_dir()))
+
+
+def check_model_path(name: str, field: str = "model_name_or_path") -> None:
+    """Fail at once, naming the field, the path and the fix, when `name` names a local folder that does not exist.
+
+    Without this check ``from_pretrained`` takes a missing ``outputs/tiny-sft`` for a hub id and retries the
+    network for half a minute before an unrelated connection error.
+    """
+    if parse_tiny_spec(name) is not None or not looks_local(name):
+        return
+    path = Path(name).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{field}: no model folder at {name!r} ({path.resolve()}): it names a local folder that does not exist "
+            f"(yet); {MISSING_FOLDER_FIX}"
+        )
+    if not path.is_dir():
+        raise NotADirectoryError(f"{field}: {name!r} is a file; expected a model folder (save_pretrained output)")
 
 
 def parse_tiny_spec(name: str) -> tuple[str, str] | None:
@@ -34,6 +68,7 @@ def load_model_spec(
     attn_implementation: str | None = None,
     state_tokens: bool = True,
     seed: int = 0,
+    **model_kwargs,
 ):
     """``(model, processor)`` named by a model spec.
 
@@ -44,12 +79,21 @@ def load_model_spec(
         state_tokens (`bool`, *optional*, defaults to `True`): add ``</Silence>`` / ``</Response>`` to a real
             checkpoint (the tiny tokenizer always has them).
         seed (`int`, *optional*, defaults to `0`): weight seed of a tiny model.
+        **model_kwargs: passed to `load_model` for a real checkpoint (``quantization_config``, ``device_map``).
     """
     if not name:
         raise ValueError("model_name_or_path: required (a hub id, a local directory, or tiny:<arch>:<size>)")
+    from proactive_rl.models.loading import check_attn_implementation, load_model
+    from proactive_rl.models.tiny import build_tiny
+
+    check_model_path(name)
     tiny = parse_tiny_spec(name)
     if tiny is None:
-        return load_model(name, dtype=dtype, attn_implementation=attn_implementation, state_tokens=state_tokens)
+        return load_model(
+            name, dtype=dtype, attn_implementation=attn_implementation, state_tokens=state_tokens, **model_kwargs
+        )
+    if model_kwargs.get("quantization_config") is not None:
+        raise ValueError(f"{name}: a tiny model is built in full precision and cannot be quantized (load_in_4bit)")
     attn = check_attn_implementation(attn_implementation)
     model, processor = build_unpartitioned(build_tiny, *tiny, seed)
     if attn != "sdpa":

@@ -2,8 +2,9 @@
 
 Byte-level BPE (as in Qwen) encodes any text, so the corpus only decides which words are cheap; it
 covers the synthetic world's instructions and answers (counts, colours, shapes, ``Warning``,
-``start``/``end``, ...), the dialogue's timestamps and system prompt. The Qwen chat-template tokens and
-the two state tokens (docs/spec.md §2) are single special tokens. `build_mistral_tokenizer` trains the same corpus into
+``start``/``end``, ...), the dialogue's timestamps and system prompt. The Qwen chat-template tokens are single special tokens; the two
+state tokens (docs/spec.md §2) are single *plain* added tokens (`plain_state_tokens`), so that decoding with
+``skip_special_tokens=True`` (TRL, vLLM, ``batch_decode``) keeps them in the text a reward reads. `build_mistral_tokenizer` trains the same corpus into
 the layout of Mistral's sentencepiece-style tokenizer (``▁`` word marks, byte fallback) for the tiny LLaVA-NeXT.
 """
 
@@ -29,6 +30,49 @@ QWEN_SPECIAL_TOKENS = (
     "<|video_pad|>",
 )
 STATE_TOKENS = (SILENCE_TOKEN, RESPONSE_TOKEN)
+
+
+def plain_state_tokens(tokenizer) -> bool:
+    """Make the state tokens that `tokenizer` holds single *non-special* added tokens; ids are unchanged.
+
+    A special token is deleted by ``decode(..., skip_special_tokens=True)``, which is how TRL, vLLM and most
+    evaluation code decode completions: the rewards would never see ``</Silence>`` / ``</Response>``. A non-special
+    added token is still matched whole in any text (one id), so tokenisation, the chat rendering and the loss are
+    unchanged. Checkpoints saved with the tokens as special are re-registered on load. Returns whether anything
+    changed.
+    """
+    changed = False
+    backend = getattr(tokenizer, "_tokenizer", None)
+    if backend is not None and hasattr(backend, "to_str"):
+        rebuilt = plain_backend(backend)
+        if rebuilt is not backend:
+            tokenizer._tokenizer, changed = rebuilt, True
+    elif hasattr(tokenizer, "_added_tokens_decoder"):  # a Python (slow) tokenizer
+        for token in tokenizer._added_tokens_decoder.values():
+            if token.content in STATE_TOKENS and token.special:
+                token.special, changed = False, True
+    extra = getattr(tokenizer, "extra_special_tokens", None)
+    if isinstance(extra, list) and any(str(t) in STATE_TOKENS for t in extra):
+        tokenizer.extra_special_tokens = [t for t in extra if str(t) not in STATE_TOKENS]
+        changed = True
+    return changed
+
+
+def plain_backend(backend):
+    """`backend` (a `tokenizers.Tokenizer`) with its state tokens non-special and unnormalised (same object if so)."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    data = json.loads(backend.to_str())
+    changed = False
+    for entry in data.get("added_tokens", []):
+        if entry["content"] in STATE_TOKENS and (entry["special"] or entry["normalized"]):
+            entry.update(special=False, normalized=False)
+            changed = True
+    # The Rust tokenizer keeps its set of special ids apart from the entries: rebuilding it is the way to update it.
+    return Tokenizer.from_str(json.dumps(data)) if changed else backend
+
 
 COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "cyan", "black", "white", "grey", "pink", "brown")
 SHAPES = ("circle", "square", "triangle", "diamond", "ring", "bar", "board", "star", "shape", "object", "objects")
@@ -111,12 +155,13 @@ def build_tokenizer(vocab_size: int = 1024, model_max_length: int = 32768, state
         show_progress=False,
     )
     bpe.train_from_iterator(CORPUS, trainer=trainer)
+    bpe = plain_backend(bpe)  # the state tokens keep their ids but are not special
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
-        # Everything but eos/pad is an extra special token (skipped when decoding with skip_special_tokens).
-        extra_special_tokens=[t for t in special if t not in ("<|endoftext|>", "<|im_end|>")],
+        # Every control token but eos/pad is an extra special token (skipped when decoding with skip_special_tokens).
+        extra_special_tokens=[t for t in QWEN_SPECIAL_TOKENS if t not in ("<|endoftext|>", "<|im_end|>")],
         model_max_length=model_max_length,
         clean_up_tokenization_spaces=False,
     )
@@ -144,7 +189,7 @@ def build_mistral_tokenizer(vocab_size: int = 1024, model_max_length: int = 3276
     """
     import json
 
-    from tokenizers import Tokenizer, decoders, models, normalizers, processors, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors, trainers
     from tokenizers.pre_tokenizers import Metaspace
     from transformers import PreTrainedTokenizerFast
 
@@ -179,15 +224,16 @@ def build_mistral_tokenizer(vocab_size: int = 1024, model_max_length: int = 3276
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", layout.index("<s>"))]
     )
-    extra = list(LLAVA_SPECIAL_TOKENS) + (list(STATE_TOKENS) if state_tokens else [])
-    tok.add_special_tokens([*MISTRAL_SPECIAL_TOKENS, *extra])
+    tok.add_special_tokens([*MISTRAL_SPECIAL_TOKENS, *LLAVA_SPECIAL_TOKENS])
+    if state_tokens:  # plain added tokens, after the vocabulary (plain_state_tokens)
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in STATE_TOKENS])
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<s>",
         eos_token="</s>",
         unk_token="<unk>",
         pad_token="<pad>",
-        extra_special_tokens=[t for t in extra if t != "<pad>"],
+        extra_special_tokens=[t for t in LLAVA_SPECIAL_TOKENS if t != "<pad>"],
         model_max_length=model_max_length,
         clean_up_tokenization_spaces=False,
     )

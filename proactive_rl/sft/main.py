@@ -13,11 +13,18 @@ from __future__ import annotations
 
 import logging
 
-from trl import ModelConfig, TrlParser, get_peft_config
+from trl import ModelConfig, TrlParser
 
 from proactive_rl.data import EpisodeCollator, as_hf_dataset, load_mixture, prepare_examples
 from proactive_rl.sft.config import ProactiveSFTConfig, SFTScriptArguments
-from proactive_rl.training import finish, freeze_vision_tower, load_for_training
+from proactive_rl.training import (
+    attach_eval_callback,
+    check_model_args,
+    finish,
+    freeze_vision_tower,
+    load_for_training,
+    peft_config_for,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +55,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTCo
     """Model, data (validated and encoded before the first step) and `ProactiveSFTTrainer`, ready to `train()`."""
     from proactive_rl.sft.trainer import ProactiveSFTTrainer
 
+    check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
     model, processor = load_for_training(model_args, seed=training_args.seed)
     if script_args.freeze_vision_tower:
         freeze_vision_tower(model)
@@ -82,14 +90,11 @@ def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTCo
         eval_dataset=eval_dataset,
         data_collator=EpisodeCollator(examples, tokenizer.pad_token_id),
         processing_class=processor,
-        peft_config=get_peft_config(model_args),
+        peft_config=peft_config_for(model_args, model, processor),
         state_token_ids=state_token_ids(processor),
     )
     trainer.prepared_data = train
-    if script_args.eval_callback is not None:  # evaluate the live model on save / every N steps
-        from proactive_rl.evaluation import ProactiveEvalCallback
-
-        ProactiveEvalCallback(script_args.eval_callback).attach(trainer)
+    attach_eval_callback(trainer, script_args.eval_callback)  # evaluate the live model on save / every N steps
     if trainer.is_deepspeed_enabled:
         from deepspeed.accelerator import get_accelerator
 
@@ -105,7 +110,7 @@ def main(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, mod
     """Train, then save the model and processor to ``output_dir`` (open-r1 style entry point)."""
     trainer = build_trainer(script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    return finish(trainer, training_args.output_dir)
+    return finish(trainer, training_args.output_dir, model_args=model_args)
 
 
 def make_parser() -> TrlParser:

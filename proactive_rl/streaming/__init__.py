@@ -1,16 +1,20 @@
 """The streaming inference engine (docs/spec.md §9): KV-cache sessions over Qwen-VL models and the HF streaming policy.
 
-- `StreamingSession`: append user turns, decode assistant turns, `fork(G)` for a GRPO group, `max_frames` eviction.
+- `StreamingSession`: append user turns, decode assistant turns, `fork(G)` for a GRPO group, `max_frames` eviction;
+  `speculate` / `resolve`: frames decided from a silent-turn draft (`silent_draft`), K per call on recorded video.
 - `HFStreamingPolicy`: a `proactive_eval` `StreamingPolicy` rendering turns with `proactive_rl.chat`.
 - `gathered_for_generation`: whole parameters for generation under ZeRO-3.
 """
 
+from .chunks import Chunk
 from .policy import HFStreamingPolicy, gathered_for_generation
 from .rope import chunk_positions, find_vl_core
 from .sampling import SamplingParams, choose_tokens
 from .session import StreamingSession, TurnOutput
+from .speculation import silent_draft
 
 __all__ = [
+    "Chunk",
     "HFStreamingPolicy",
     "SamplingParams",
     "StreamingSession",
@@ -19,4 +23,5 @@ __all__ = [
     "chunk_positions",
     "find_vl_core",
     "gathered_for_generation",
+    "silent_draft",
 ]

@@ -4,6 +4,11 @@ Every step appends one user turn to a `StreamingSession` and decodes one assista
 tokenised by `proactive_rl.chat`'s per-turn helpers, the same code that renders SFT/GRPO training dialogues,
 so after N steps the session holds exactly the token sequence `chat.encode_dialogue` gives for the dialogue
 (system prompt, instruction in the first user turn, timestamp, frame, scheduled user text, the model's turns).
+
+Speculative silence (`proactive_rl.streaming.speculation`) is on by default: `step` (live, one frame at a time)
+feeds the frame with a silent-turn draft; `step_ahead` (recorded video, frames known in advance; called by
+`proactive_eval.streaming.run_episode` for a policy with a `lookahead`) feeds up to `lookahead` frames with their
+drafts in one call, after encoding them in one vision call. Both give the turns frame-by-frame decoding gives.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from proactive_rl.chat import (
     render_user_turn,
 )
 
+from .chunks import Chunk
 from .sampling import SamplingParams
 from .session import StreamingSession, TurnOutput
+from .speculation import Lookahead, silent_draft
 
 
 @contextlib.contextmanager
@@ -65,6 +72,12 @@ class HFStreamingPolicy:
         context (`Callable[[], ContextManager]`, *optional*): entered around every step, e.g.
             ``lambda: gathered_for_generation(model)`` under ZeRO-3 when the caller cannot gather once for a
             whole run.
+        speculate (`bool`, *optional*, defaults to `True`): feed each frame with the silent turn as a draft and keep
+            it where the model's own choice is that turn (same outputs; one model call per silent frame).
+        lookahead (`int`, *optional*, defaults to `16`): the most frames `step_ahead` decides in one call (K; it
+            starts there, falls back to 1 after a rejected draft and doubles back; see `speculation.Lookahead`).
+        encode_ahead (`bool`, *optional*, defaults to `True`): `step_ahead` encodes all the frames it is given in
+            one vision call (their features are kept until the frames are decided); otherwise one call per frame.
 
     After each step, `last_turn` holds the decoded `TurnOutput` (tokens, log-probabilities) and `session` the
     engine state.
@@ -79,6 +92,9 @@ class HFStreamingPolicy:
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         timestamp_format: str = TIMESTAMP_FORMAT,
         context: Callable[[], AbstractContextManager] | None = None,
+        speculate: bool = True,
+        lookahead: int = 16,
+        encode_ahead: bool = True,
     ):
         self.model = model
         self.processor = processor
@@ -97,31 +113,89 @@ class HFStreamingPolicy:
         stop = self.processor.tokenizer.convert_tokens_to_ids("<|im_end|>")
         self._after_stop = probe[len(probe) - probe[::-1].index(stop) :]
         self._system = render_system_turn(processor, system_prompt).input_ids
+        self.draft = silent_draft(processor) if speculate else None
+        self.lookahead = lookahead
+        self.encode_ahead = encode_ahead
+        self._size = Lookahead(lookahead)
+        self._chunks: dict[int, Chunk] = {}  # rendered observations not yet decided, by step
 
     def reset(self, episode) -> None:
         self.episode = episode
         self.session = None
         self.last_turn = None
+        self._size = Lookahead(self.lookahead)
+        self._chunks = {}
 
     def step(self, observation) -> str:
+        """Decide one frame (live mode: nothing is known about the next frame)."""
+        return self._decide([observation], 1)[0]
+
+    def step_ahead(self, observations: list) -> list[str]:
+        """Decide the first n >= 1 of `observations`, consecutive frames known in advance (recorded video); return
+        their texts. Each text depends only on the frames up to its own: the same text `step` gives."""
+        if not observations:
+            raise ValueError("step_ahead() needs at least one observation")
+        return self._decide(list(observations), self._size.size)
+
+    def _decide(self, observations: list, k: int) -> list[str]:
         with self.context():
-            first = self.session is None
-            if first:
-                max_frames = observation.meta.get("max_frames", self.max_frames)
+            if self.session is None:
+                max_frames = observations[0].meta.get("max_frames", self.max_frames)
                 self.session = StreamingSession(self.model, self.processor, max_frames=max_frames)
+                self._chunks = {}
+            chunks = self._render(observations)
+            if self.encode_ahead:
+                self.session.encode(chunks)
+            chunks = chunks[:k]
+            for chunk in chunks:  # (a no-op for chunks encoded already)
+                self.session.encode([chunk])
+            if self.draft is None:
+                turns = self.session.step(chunks, self.sampling)
+            else:
+                kept = self.session.n_drafts_kept
+                fed = self.session.speculate(chunks, self.draft)
+                turns = self.session.resolve(self.sampling)
+                self._size.update(fed, self.session.n_drafts_kept - kept == fed)
+        for observation in observations[: len(turns)]:
+            self._chunks.pop(observation.step, None)
+        self.last_turn = turns[-1]
+        return [turn.texts[0] for turn in turns]
+
+    def _render(self, observations: list) -> list[Chunk]:
+        """The chunks of `observations` (each frame's user turn between the previous end-of-turn and the assistant
+        header), rendering the ones not seen yet with one image-processor call for all their frames."""
+        new = [o for o in observations if o.step not in self._chunks]
+        turns, texts_only = [], []
+        for observation in new:
+            first = not self.session.tokens[0] and observation is observations[0]
             head = self._system if first else self._after_stop
-            instruction = observation.instruction if first else None
             kwargs = dict(
-                instruction=instruction, user_text=observation.user_text, timestamp_format=self.timestamp_format
+                instruction=observation.instruction if first else None,
+                user_text=observation.user_text,
+                timestamp_format=self.timestamp_format,
             )
-            turn = render_user_turn(self.processor, observation.time, observation.frames, **kwargs)
+            turn = render_user_turn(
+                self.processor, observation.time, observation.frames, process_images=False, **kwargs
+            )
+            turn.input_ids = head + turn.input_ids + self._header
+            turns.append(turn)
             text_only = None
             if len(turn.images) == 1:
                 # the chat module's rendering of this turn once its frame falls out of `max_frames`
                 bare = render_user_turn(self.processor, observation.time, [], process_images=False, **kwargs)
                 text_only = head + bare.input_ids + self._header
-            self.session.append_tokens(
-                head + turn.input_ids + self._header, turn.pixel_values, turn.image_grid_thw, text_only_ids=text_only
-            )
-            self.last_turn = self.session.generate(self.sampling)
-        return self.last_turn.texts[0]
+            texts_only.append(text_only)
+        images = [image for turn in turns for image in turn.images]
+        pixels = grids = None
+        if images:
+            processed = self.processor.image_processor(images=images, return_tensors="pt")
+            pixels, grids = processed["pixel_values"], processed["image_grid_thw"]
+        for observation, turn, text_only in zip(new, turns, texts_only):
+            n = len(turn.images)
+            chunk = Chunk(turn.input_ids, text_only_ids=text_only)
+            if n:
+                rows = int(grids[:n].prod(-1).sum())
+                chunk.pixel_values, chunk.image_grid_thw = pixels[:rows], grids[:n]
+                pixels, grids = pixels[rows:], grids[n:]
+            self._chunks[observation.step] = chunk
+        return [self._chunks[o.step] for o in observations]

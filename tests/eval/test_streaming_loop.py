@@ -239,3 +239,36 @@ def test_lines_due_at_the_same_frame_are_said_together_at_that_frame():
     # Lines due after the last frame are never said; a lone silent line stays silent.
     late = ScriptedPolicy({"e": [(0.5, "</Silence>"), (9.0, "too late")]})
     assert run_episode(late, episode, frames_at([0.0, 1.0, 2.0])) == []
+
+
+class Lookahead(ScriptedPolicy):
+    """Decides a seeded random number of the upcoming frames per call (like the HF engine's `step_ahead`), each
+    by the scripted `step`, and records what it was offered."""
+
+    lookahead = 4
+
+    def __init__(self, script, seed=0):
+        super().__init__(script)
+        self.rng = np.random.default_rng(seed)
+        self.offered: list[tuple[list[int], int]] = []  # per call: the steps offered, how many were decided
+
+    def step_ahead(self, observations):
+        n = int(self.rng.integers(1, len(observations) + 1))
+        self.offered.append(([o.step for o in observations], n))
+        return [self.step(o) for o in observations[:n]]
+
+
+def test_lookahead_policies_see_upcoming_frames_and_give_the_same_responses():
+    episodes, script = make_episodes(4)
+    episodes[0].user_turns.append(UserTurn(2.5, "hello"))
+    for episode in episodes:
+        policy = Lookahead(script)
+        got = run_episode(policy, episode, unit_frames)
+        assert got == run_episode(ScriptedPolicy(script), episode, unit_frames)
+        decided = 0
+        for offered, n in policy.offered:  # each call gets the undecided frames in order, up to the lookahead
+            assert offered == list(range(decided, decided + min(4, int(episode.duration) - decided)))
+            decided += n
+        assert decided == int(episode.duration) and len(policy.offered) >= 2
+        assert [entry[1] for entry in policy.log] == list(range(int(episode.duration)))
+        assert [entry[3] for entry in policy.log if entry[3]] == (["hello"] if episode.id == "ep0" else [])

@@ -31,6 +31,11 @@ SYNTHETIC_EPISODES = [
     {"source": "synthetic", "task": "accident", "num_episodes": 2, "seed": 5, "knobs": {"duration": [10, 12]}}
 ]
 SYNTHETIC_ENVIRONMENTS = [{"source": "synthetic", "kind": "occlusion", "num_envs": 2, "seed": 5}]
+# The recipes' eval_callback evaluators read benchmark files; the same evaluator types on synthetic data.
+SYNTHETIC_EVALUATORS = {
+    "prs": {"type": "prs", "episodes": SYNTHETIC_EPISODES, "max_new_tokens": 4},
+    "mcqa": {"type": "mcqa", "environments": [{"kind": "occlusion", "n": 2, "seed": 5}], "max_new_tokens": 4},
+}
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +61,9 @@ def _cpu_sized(config: dict, checkpoint: Path, out: Path) -> dict:
     if "environments" in config:
         config["environments"] = SYNTHETIC_ENVIRONMENTS
         config["eval_environments"] = None
+    if config.get("eval_callback"):
+        evaluators = [SYNTHETIC_EVALUATORS[e["type"]] for e in config["eval_callback"]["evaluators"]]
+        config["eval_callback"] = dict(config["eval_callback"], evaluators=evaluators)
     return config
 
 

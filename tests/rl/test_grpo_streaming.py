@@ -118,12 +118,22 @@ def test_rollout_prompt_is_the_sft_rendering_and_masks_cover_policy_tokens(tiny,
         assert not any(m and i == image_id for i, m in zip(traj.completion_ids, traj.env_mask))
 
 
-def test_rollout_logprobs_equal_a_full_forward_pass(tiny, windows):
-    """Each recorded log-prob equals log_softmax of one full forward over prompt + completion with every frame."""
+@pytest.mark.parametrize("speculate", [False, True])
+def test_rollout_logprobs_equal_a_full_forward_pass(proactive, windows, speculate):
+    """Each recorded log-prob equals log_softmax(logits / T) of one full forward over prompt + completion with every
+    frame, in every row of a group, with and without speculative silence (rows keep drafts, others reject them)."""
+    model, processor = proactive
+    params = SamplingParams(max_new_tokens=3, do_sample=True, temperature=1.5, seed=1)
+    group = rollout_window(model, processor, windows[1], 4, params, speculate=speculate)
+    kept = [sum(t == "</Silence>" for t in traj.texts) for traj in group]
+    assert 0 < sum(kept) < sum(len(traj.texts) for traj in group)  # silent turns and others
+    for traj in group:
+        check_logprobs(model, processor, traj, params.temperature)
+
+
+def check_logprobs(model, processor, traj, temperature):
     from proactive_rl.streaming.rope import mm_token_types
 
-    model, processor = tiny
-    (traj,) = rollout_window(model, processor, windows[1], 1, SamplingParams(max_new_tokens=3, do_sample=True, seed=1))
     ids = torch.tensor([traj.prompt_ids + traj.completion_ids])
     vision = processor.image_processor(images=traj.images, return_tensors="pt")
     with torch.no_grad():
@@ -133,7 +143,7 @@ def test_rollout_logprobs_equal_a_full_forward_pass(tiny, windows):
             pixel_values=vision["pixel_values"],
             image_grid_thw=vision["image_grid_thw"],
         ).logits[0]
-    logp = torch.log_softmax(logits.float(), -1)
+    logp = torch.log_softmax(logits.float() / temperature, -1)
     P = len(traj.prompt_ids)
     checked = 0
     for i, (token, m, lp) in enumerate(zip(traj.completion_ids, traj.env_mask, traj.logprobs)):
@@ -195,15 +205,27 @@ def generation_batch(trainer, windows):
     return [w.row() for w in windows for _ in range(G)]
 
 
-def test_trainer_recomputes_the_rollout_logprobs(tiny, windows, tmp_path):
+@pytest.fixture(scope="module")
+def proactive():
+    """A tiny model with a proactive head: its rollouts keep most silent drafts (the untrained one rejects them)."""
+    from proactive_rl.models import build_tiny
+    from proactive_rl.streaming.stand_in import proactive_stand_in
+
+    model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
+    return proactive_stand_in(model, processor, respond=0.3), processor
+
+
+@pytest.mark.parametrize("policy", ["untrained", "proactive"])
+def test_trainer_recomputes_the_rollout_logprobs(policy, request, windows, tmp_path):
     """Acceptance 2: the rollout's log-probs equal the trainer's own recomputation on the same weights (≤ 1e-4).
 
     The batch mixes an accident window (bounded prefix) and a count window (prefix from 0), so prompts of different
     lengths are left-padded together. `steps_per_generation=2` makes TRL score the fresh batch itself
     (``old_per_token_logps``), which goes through the frame injection of `trl_overrides`; the loss path is then
-    replayed with the batch's own frame tensors.
+    replayed with the batch's own frame tensors. The rollouts' silent drafts are mostly rejected by the untrained
+    model and mostly kept by the proactive one (their log-probs come from the speculative calls).
     """
-    model, processor = tiny
+    model, processor = request.getfixturevalue("tiny" if policy == "untrained" else "proactive")
     trainer = make_trainer(model, processor, windows, tmp_path, steps_per_generation=2)
     model.train()
     out = trainer._generate_and_score_completions(generation_batch(trainer, windows))
@@ -304,4 +326,4 @@ def test_expected_windows_mismatch_fails_before_the_model_loads(tmp_path):
     script = StreamingGRPOScriptArguments(dataset_mixture=[source], expected_windows={"accident": 300})
     args = StreamingGRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", bf16=False)
     with pytest.raises(ValueError, match=r"expected_windows: the training data gives \{'accident': 2\}"):
-        build_trainer(script, args, ModelConfig(model_name_or_path="no/such/model"))
+        build_trainer(script, args, ModelConfig(model_name_or_path="no-such-org/no-such-model"))  # a hub id

@@ -23,7 +23,8 @@ SILENCE, RESPONSE = "</Silence>", "</Response>"
 
 class Scripted(torch.nn.Module):
     """A tiny model whose every assistant turn is forced, token by token, to the next scripted answer's canonical
-    tokenisation (a stand-in for a trained model, so the rendered dialogue can be compared token for token)."""
+    tokenisation (a stand-in for a trained model, so the rendered dialogue can be compared token for token). It
+    counts calls, so the policy runs without speculation (one chunk call, then one call per token)."""
 
     def __init__(self, model, processor, answers):
         super().__init__()
@@ -70,7 +71,7 @@ def test_session_tokens_equal_chat_rendering(arch, max_frames):
     model, processor = build_tiny(arch, "xs", seed=0)
     ep, frames = episode()
     answers = script(len(frames))
-    policy = HFStreamingPolicy(Scripted(model, processor, answers), processor, max_frames=max_frames)
+    policy = HFStreamingPolicy(Scripted(model, processor, answers), processor, max_frames=max_frames, speculate=False)
     responses = run_episode(policy, ep, frame_source=lambda e: frames)
     assert responses == [Response(float(k), str(k)) for k in range(len(frames)) if k % 3 == 2]
 
@@ -86,7 +87,7 @@ def test_session_tokens_equal_chat_rendering(arch, max_frames):
 def test_meta_max_frames_overrides_and_reset_starts_over():
     model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
     ep, frames = episode(4)
-    policy = HFStreamingPolicy(Scripted(model, processor, script(4) * 2), processor, max_frames=3)
+    policy = HFStreamingPolicy(Scripted(model, processor, script(4) * 2), processor, max_frames=3, speculate=False)
     run_episode(policy, ep, frame_source=lambda e: frames, max_frames=1)
     assert policy.session.max_frames == 1 and policy.session.num_images == 1
     run_episode(policy, ep, frame_source=lambda e: frames)
@@ -145,7 +146,8 @@ def test_real_model_greedy_steps_equal_full_forward_decoding():
 def test_run_streaming_writes_predictions(tmp_path):
     model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
     ep, frames = episode(3)
-    policy = HFStreamingPolicy(Scripted(model, processor, [SILENCE, f"{RESPONSE} 1", SILENCE]), processor)
+    scripted = Scripted(model, processor, [SILENCE, f"{RESPONSE} 1", SILENCE])
+    policy = HFStreamingPolicy(scripted, processor, speculate=False)
     out = run_streaming(policy, [ep], tmp_path / "pred.jsonl", frame_source=lambda e: frames, progress=False)
     assert out == {"toy": [Response(1.0, "1")]}
     assert (tmp_path / "pred.jsonl").read_text().count("toy") == 1

@@ -48,13 +48,17 @@ def test_forward_multi_frame_multi_turn(tiny):
     assert torch.isfinite(out.logits).all()
 
 
-def test_state_tokens_are_single_special_tokens(tiny):
+def test_state_tokens_are_single_plain_tokens(tiny):
     _, processor = tiny
     tok = processor.tokenizer
     for token in STATE_TOKENS:
         ids = tok(token, add_special_tokens=False)["input_ids"]
         assert len(ids) == 1 and tok.convert_ids_to_tokens(ids) == [token]
-        assert token in tok.all_special_tokens
+        assert token not in tok.all_special_tokens  # so skip_special_tokens=True decoding keeps them
+    text = "<t=5.0s></Response> Warning</Silence><|im_end|>"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert tok.decode(ids, skip_special_tokens=True) == "<t=5.0s></Response> Warning</Silence>"
+    assert processor.batch_decode([ids], skip_special_tokens=True) == ["<t=5.0s></Response> Warning</Silence>"]
     # Inside running text too, and the chat template keeps them intact.
     ids = tok("x</Response> 3</Silence>", add_special_tokens=False)["input_ids"]
     assert tok.convert_tokens_to_ids("</Response>") in ids and tok.convert_tokens_to_ids("</Silence>") in ids
@@ -143,20 +147,49 @@ def test_load_model_adds_state_tokens_and_they_persist(arch, tmp_path):
     assert [tok(t, add_special_tokens=False)["input_ids"] for t in STATE_TOKENS] == [[i] for i in ids]
     assert tok(sample, add_special_tokens=False)["input_ids"] == before  # existing ids untouched
     assert sorted(tok.get_vocab().values()) == list(range(old_len + 2))
-    # The checkpoint had spare rows: no resize, the new rows start at the mean of the vocabulary's rows.
+    # The checkpoint had spare rows: no resize; each new row starts at the mean row of its word's pieces, so the
+    # two rows differ (a LoRA run that trains them does not start from tied logits).
     weight = loaded.get_input_embeddings().weight
     assert weight.shape[0] == rows
-    expected = torch.stack([weight[i] for i in range(old_len)]).mean(0)
-    assert torch.allclose(weight[ids[0]], expected, atol=1e-6) and torch.allclose(weight[ids[1]], expected, atol=1e-6)
+    for token, row in zip(STATE_TOKENS, ids):
+        pieces = tok(token.strip("</>"), add_special_tokens=False)["input_ids"]
+        expected = torch.stack([weight[i] for i in pieces]).mean(0)  # slow loop over the pieces
+        assert torch.allclose(weight[row], expected, atol=1e-6)
+    assert not torch.allclose(weight[ids[0]], weight[ids[1]])
 
     loaded.save_pretrained(tmp_path / "sft")
     loaded_processor.save_pretrained(tmp_path / "sft")
     again, again_processor = load_model(tmp_path / "sft", state_tokens=False)
     assert [again_processor.tokenizer.convert_tokens_to_ids(t) for t in STATE_TOKENS] == ids
-    assert all(t in again_processor.tokenizer.all_special_tokens for t in STATE_TOKENS)
+    assert not any(t in again_processor.tokenizer.all_special_tokens for t in STATE_TOKENS)
     assert torch.equal(again.get_input_embeddings().weight, weight)
     assert add_state_tokens(again, again_processor) == dict(zip(STATE_TOKENS, ids))  # idempotent
     assert len(again_processor.tokenizer) == old_len + 2
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_checkpoint_with_special_state_tokens_is_reregistered(arch, tmp_path):
+    """An older checkpoint saved the state tokens as special: loading makes them plain, same ids, text kept."""
+    from tokenizers import AddedToken
+
+    model, processor = build_tiny(arch)
+    tok = processor.tokenizer
+    ids = [tok.convert_tokens_to_ids(t) for t in STATE_TOKENS]
+    tok._tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in STATE_TOKENS])
+    tok.extra_special_tokens = [*tok.extra_special_tokens, *STATE_TOKENS]
+    model.save_pretrained(tmp_path / "old")
+    processor.save_pretrained(tmp_path / "old")
+    from transformers import AutoProcessor
+
+    raw = AutoProcessor.from_pretrained(tmp_path / "old").tokenizer  # as saved: the tokens vanish from decoded text
+    text = "</Response> Warning"
+    assert raw.decode(raw(text, add_special_tokens=False)["input_ids"], skip_special_tokens=True).strip() == "Warning"
+    for state_tokens in (False, True):
+        _, loaded = load_model(tmp_path / "old", state_tokens=state_tokens)
+        tok = loaded.tokenizer
+        assert [tok.convert_tokens_to_ids(t) for t in STATE_TOKENS] == ids
+        enc = tok(text, add_special_tokens=False)["input_ids"]
+        assert ids[1] in enc and tok.decode(enc, skip_special_tokens=True).startswith("</Response>")
 
 
 def test_add_state_tokens_resizes_when_no_spare_rows():

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
+from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser
 
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
 from proactive_rl.data.frames import frames_of
@@ -31,7 +31,15 @@ from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
 from proactive_rl.grpo.streaming.windows import TASK_REWARDS, RolloutWindow, build_windows, composition
 from proactive_rl.streaming import SamplingParams
-from proactive_rl.training import finish, freeze_vision_tower, load_for_training
+from proactive_rl.training import (
+    attach_eval_callback,
+    check_model_args,
+    eval_callback_config,
+    finish,
+    freeze_vision_tower,
+    load_for_training,
+    peft_config_for,
+)
 
 logger = logging.getLogger(__name__)
 # rollout_func is marked experimental in TRL 1.16; it is the documented hook this trainer is built on.
@@ -102,6 +110,8 @@ class StreamingGRPOScriptArguments:
         expected_windows (`dict[str, int]`, *optional*): windows per task the training data must give (e.g. the P³I
             RL set: accident 300, atomic 100, event_type 100, compositional 363); checked before the model loads.
         freeze_vision_tower (`bool`, *optional*, defaults to `True`): P³I: vision encoder frozen.
+        eval_callback (`dict`, *optional*): evaluators run on the live model while training (on save / every N
+            steps), as in SFT: `proactive_rl.evaluation.EvalCallbackConfig`.
     """
 
     trainer: str = field(default="grpo_streaming", metadata={"help": "Trainer to dispatch to."})
@@ -117,11 +127,14 @@ class StreamingGRPOScriptArguments:
         default=None, metadata={"help": "Windows per task the data must give (checked before training)."}
     )
     freeze_vision_tower: bool = field(default=True, metadata={"help": "Freeze the vision encoder (P³I)."})
+    # evaluators run while training: a mapping, see `proactive_rl.evaluation.EvalCallbackConfig`.
+    eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
     def __post_init__(self):
         if self.trainer != "grpo_streaming":
             raise ValueError(f"trainer: this entry point runs 'grpo_streaming', got {self.trainer!r}")
         check_data_arguments(self)
+        self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded
 
     def windows(self, sources) -> list[RolloutWindow]:
         from proactive_rl.data import load_mixture
@@ -305,6 +318,7 @@ def build_trainer(
     script_args: StreamingGRPOScriptArguments, training_args: StreamingGRPOConfig, model_args: ModelConfig
 ) -> StreamingGRPOTrainer:
     """Model (``tiny:<arch>:<size>``, a hub id or an SFT checkpoint directory), windows and trainer."""
+    check_model_args(model_args)  # a missing model folder fails before the windows are built
     windows = script_args.windows(script_args.dataset_mixture)
     if script_args.expected_windows is not None and composition(windows) != dict(
         sorted(script_args.expected_windows.items())
@@ -317,21 +331,23 @@ def build_trainer(
     model, processor = load_for_training(model_args, seed=training_args.seed)
     if script_args.freeze_vision_tower:
         freeze_vision_tower(model)
-    return StreamingGRPOTrainer(
+    trainer = StreamingGRPOTrainer(
         model=model,
         args=training_args,
         windows=windows,
         eval_windows=eval_windows,
         processing_class=processor,
-        peft_config=get_peft_config(model_args),
+        peft_config=peft_config_for(model_args, model, processor),
     )
+    attach_eval_callback(trainer, script_args.eval_callback)
+    return trainer
 
 
 def main(script_args, training_args, model_args) -> StreamingGRPOTrainer:
     """Train, then save the model, processor and log history to ``output_dir``."""
     trainer = build_trainer(script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    return finish(trainer, training_args.output_dir)
+    return finish(trainer, training_args.output_dir, model_args=model_args)
 
 
 def make_parser() -> TrlParser:

@@ -15,7 +15,13 @@ fed to the model:
 - ``images``: every frame of the trajectory in order, so the trainer's forward pass sees all of them.
 
 Turn texts come from the processor's own chat template, rendered turn by turn like `proactive_rl.chat` (the tests
-check the ids against `proactive_rl.chat.encode_dialogue`). ``max_frames`` eviction is not used here: the trainer
+check the ids against `proactive_rl.chat.encode_dialogue`).
+
+The window's frames are recorded, so the rollout uses the engine's speculative silence over blocks of frames
+(`proactive_rl.streaming.speculation`): the window's frames are encoded in one vision call, the prompt and the first
+block of frame turns are fed once with a silent-turn draft after each and then forked into the G rows, and each row
+keeps or rejects each draft as its own sampling decides (the same distribution as decoding every turn; the
+log-probabilities are those of the tokens kept). ``max_frames`` eviction is not used here: the trainer
 scores a trajectory with one forward pass over every frame in it, so the rollout must have seen the same context.
 """
 
@@ -29,10 +35,18 @@ from functools import lru_cache
 import numpy as np
 
 from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
-from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT, ground_truth_texts, user_content
+from proactive_rl.chat import (
+    DEFAULT_SYSTEM_PROMPT,
+    TIMESTAMP_FORMAT,
+    ground_truth_texts,
+    render_text,
+    turn_markers,
+    user_content,
+)
 from proactive_rl.data.frames import frames_of
 from proactive_rl.grpo.streaming.windows import RolloutWindow
-from proactive_rl.streaming import SamplingParams, StreamingSession
+from proactive_rl.streaming import SamplingParams, StreamingSession, TurnOutput
+from proactive_rl.streaming.speculation import Lookahead, silent_draft
 
 _EPS = 1e-6
 
@@ -126,7 +140,7 @@ def plan_window(window: RolloutWindow, frames: list[tuple[float, np.ndarray]] | 
 
 
 class DialogueText:
-    """Turn texts through a processor's chat template (Qwen templates are turn-separable, see `proactive_rl.chat`).
+    """Turn texts of a dialogue, as `proactive_rl.chat` renders them (TRL's prompts and completions are text).
 
     Args:
         processor (`ProcessorMixin`): a Qwen-VL processor with a chat template.
@@ -134,52 +148,30 @@ class DialogueText:
     """
 
     def __init__(self, processor, timestamp_format: str = TIMESTAMP_FORMAT):
-        from transformers.utils.chat_template_utils import render_jinja_template
-
-        self._render_jinja = render_jinja_template
+        self.processor = processor
         self.template = processor.chat_template
-        if not self.template:
-            raise ValueError(f"{type(processor).__name__} has no chat template; set processor.chat_template")
-        tokenizer = getattr(processor, "tokenizer", processor)
-        self.kwargs = dict(tokenizer.special_tokens_map)
         self.timestamp_format = timestamp_format
-        self._base = [{"role": "system", "content": [{"type": "text", "text": "S"}]}]
-        self._base_text = self._render(self._base)
         #: the text that opens an assistant turn (``<|im_start|>assistant\n``): the decoding prompt
-        self.header = self._render(self._base, add_generation_prompt=True)[len(self._base_text) :]
+        self.header, self.end_of_turn = turn_markers(processor)
         probe = self.assistant("X")
         if not probe.startswith(self.header + "X"):
             raise ValueError("the chat template does not open assistant turns with its generation prompt")
-        self.end_of_turn = "<|im_end|>" if "<|im_end|>" in tokenizer.get_vocab() else tokenizer.eos_token
         #: the stop token ends a decoded turn; this is what the template puts after it (Qwen: a newline)
         self.after_stop = probe[len(self.header) + 1 :].split(self.end_of_turn, 1)[-1]
         self.user = lru_cache(maxsize=4096)(self._user)
 
-    def _render(self, messages: list[dict], add_generation_prompt: bool = False) -> str:
-        rendered, _ = self._render_jinja(
-            conversations=[messages],
-            chat_template=self.template,
-            add_generation_prompt=add_generation_prompt,
-            **self.kwargs,
-        )
-        return rendered[0]
-
-    def _turn(self, message: dict) -> str:
-        text = self._render(self._base + [message])
-        if not text.startswith(self._base_text):
-            raise ValueError("the chat template does not render a conversation turn by turn")
-        return text[len(self._base_text) :]
+    def _text(self, role: str, content: list[dict]) -> str:
+        return render_text(self.processor, {"role": role, "content": content})
 
     def system(self, prompt: str = DEFAULT_SYSTEM_PROMPT) -> str:
-        return self._render([{"role": "system", "content": [{"type": "text", "text": prompt}]}])
+        return self._text("system", [{"type": "text", "text": prompt}])
 
     def _user(self, time: float, n_frames: int, instruction: str | None, user_text: str) -> str:
         content = user_content(time, [None] * n_frames, instruction, user_text, self.timestamp_format)
-        content = [{"type": "image"} if item.get("type") == "image" else item for item in content]
-        return self._turn({"role": "user", "content": content})
+        return self._text("user", [{"type": "image"} if item.get("type") == "image" else item for item in content])
 
     def assistant(self, text: str) -> str:
-        return self._turn({"role": "assistant", "content": [{"type": "text", "text": text}]})
+        return self._text("assistant", [{"type": "text", "text": text}])
 
 
 _TEXTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -204,6 +196,8 @@ def rollout_window(
     frames: list[tuple[float, np.ndarray]] | None = None,
     system_prompt: str = DEFAULT_SYSTEM_PROMPT,
     timestamp_format: str = TIMESTAMP_FORMAT,
+    speculate: bool = True,
+    lookahead: int = 16,
 ) -> list[Trajectory]:
     """Roll the policy through one window, `num_generations` times from the same prefix (docs/spec.md §8).
 
@@ -217,6 +211,9 @@ def rollout_window(
         frames (`list[tuple[float, np.ndarray]]`, *optional*): the episode's frames; drawn/decoded when omitted.
         system_prompt (`str`, *optional*): the system turn.
         timestamp_format (`str`, *optional*): how user turns show their time.
+        speculate (`bool`, *optional*, defaults to `True`): speculative silence over blocks of frames (see the
+            module docstring); off, every frame turn is appended and decoded on its own.
+        lookahead (`int`, *optional*, defaults to `16`): the most frames per speculative block.
 
     Returns:
         `list[Trajectory]`: G trajectories, in row order.
@@ -234,35 +231,32 @@ def rollout_window(
     prompt_images.append(first.frame)
 
     session = StreamingSession(model, processor)
-    session.append(prompt_text, prompt_images)
-    prompt_ids = session.token_ids(0)
-    session = session.fork(num_generations)
-
+    turn_texts = [prompt_text] + [
+        texts.after_stop + texts.user(step.time, 1, step.instruction, step.user_text) + texts.header
+        for step in plan.steps[1:]
+    ]
+    chunks = session.chunks(turn_texts, [prompt_images] + [[step.frame] for step in plan.steps[1:]])
     G = num_generations
-    policy_spans: list[list[tuple[int, list[float]]]] = [[] for _ in range(G)]
-    turn_texts: list[list[str]] = [[] for _ in range(G)]
-    truncated = [0] * G
-    for k, step in enumerate(plan.steps):
-        if k:
-            chunk = texts.after_stop + texts.user(step.time, 1, step.instruction, step.user_text) + texts.header
-            session.append(chunk, [step.frame])
-        starts = [len(session.token_ids(b)) for b in range(G)]
-        out = session.generate(params)
-        for b in range(G):
-            policy_spans[b].append((starts[b], out.logprobs[b]))
-            turn_texts[b].append(out.texts[b])
-            truncated[b] += int(out.truncated[b])
+    if speculate:
+        session, turns = _speculative_turns(session, chunks, G, params, silent_draft(processor), lookahead)
+    else:
+        session, turns = _turn_by_turn(session, chunks, G, params)
 
     images = [s.frame for s in plan.prefix] + [s.frame for s in plan.steps]
+    prompt_ids = [int(t) for t in chunks[0].input_ids]
     trajectories = []
     for b in range(G):
-        tokens = session.token_ids(b)
-        completion = tokens[len(prompt_ids) :]
-        mask, logprobs = [0] * len(completion), [0.0] * len(completion)
-        for start, lps in policy_spans[b]:
-            for i, lp in enumerate(lps):
-                mask[start - len(prompt_ids) + i] = 1
-                logprobs[start - len(prompt_ids) + i] = lp
+        completion, mask, logprobs = [], [], []
+        for k, turn in enumerate(turns):
+            if k:  # the frame turn: environment tokens
+                completion += [int(t) for t in chunks[k].input_ids]
+                mask += [0] * len(chunks[k].input_ids)
+                logprobs += [0.0] * len(chunks[k].input_ids)
+            completion += turn.token_ids[b]
+            mask += [1] * len(turn.token_ids[b])
+            logprobs += turn.logprobs[b]
+        if prompt_ids + completion != session.token_ids(b):
+            raise RuntimeError(f"window {window.id!r}: row {b}'s trajectory differs from the tokens the engine fed")
         trajectories.append(
             Trajectory(
                 window_id=window.id,
@@ -271,9 +265,38 @@ def rollout_window(
                 env_mask=mask,
                 logprobs=logprobs,
                 images=images,
-                texts=turn_texts[b],
+                texts=[turn.texts[b] for turn in turns],
                 times=[s.time for s in plan.steps],
-                truncated=truncated[b],
+                truncated=sum(int(turn.truncated[b]) for turn in turns),
             )
         )
     return trajectories
+
+
+def _turn_by_turn(session: StreamingSession, chunks: list, G: int, params: SamplingParams):
+    """The G rows' session and every chunk's turn: the prompt prefilled once and forked, then each frame turn
+    appended and decoded."""
+    session.append_chunk(chunks[0])
+    session = session.fork(G)
+    turns = [session.generate(params)]
+    for chunk in chunks[1:]:
+        session.append_chunk(chunk)
+        turns.append(session.generate(params))
+    return session, turns
+
+
+def _speculative_turns(session: StreamingSession, chunks: list, G: int, params: SamplingParams, draft, lookahead):
+    """The G rows' session and every chunk's turn: the window's frames encoded in one call; the prompt and the first
+    block fed once, then forked; block by block, each row keeps or rejects the drafts (`StreamingSession.resolve`)."""
+    session.encode(chunks)
+    size = Lookahead(lookahead)
+    fed = session.speculate(chunks[: size.size], draft)
+    session = session.fork(G)
+    turns: list[TurnOutput] = []
+    while True:
+        kept = session.n_drafts_kept
+        turns += session.resolve(params)
+        size.update(fed, session.n_drafts_kept - kept == fed)
+        if len(turns) == len(chunks):
+            return session, turns
+        fed = session.speculate(chunks[len(turns) : len(turns) + size.size], draft)

@@ -24,9 +24,16 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from trl import GRPOConfig, ModelConfig, TrlParser, get_peft_config
+from trl import GRPOConfig, ModelConfig, TrlParser
 
-from proactive_rl.training import finish, load_for_training
+from proactive_rl.training import (
+    attach_eval_callback,
+    check_model_args,
+    eval_callback_config,
+    finish,
+    load_for_training,
+    peft_config_for,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +180,8 @@ class SuggestionScriptArguments:
         warm_start_states (`str`, *optional*, defaults to `"reference"`): warm-start rows from the reference images
             only, or from ``"all"`` states with the correct category as target (each state's best guess).
         eval_before (`bool`, *optional*, defaults to `True`): also play the held-out environments before training.
+        eval_callback (`dict`, *optional*): evaluators run on the live model while training (on save / every N
+            steps), as in SFT: `proactive_rl.evaluation.EvalCallbackConfig`.
     """
 
     trainer: str = field(default="grpo_suggestion", metadata={"help": "Trainer to dispatch to."})
@@ -189,6 +198,8 @@ class SuggestionScriptArguments:
     warm_start_suggest_rate: float = field(default=0.1, metadata={"help": "Warm-start rows targeting the suggestion."})
     warm_start_states: str = field(default="reference", metadata={"help": "reference or all."})
     eval_before: bool = field(default=True, metadata={"help": "Evaluate the held-out environments before training."})
+    # evaluators run while training: a mapping, see `proactive_rl.evaluation.EvalCallbackConfig`.
+    eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
     def __post_init__(self):
         from proactive_rl.grpo.reward_guard import ON_ERROR
@@ -208,6 +219,7 @@ class SuggestionScriptArguments:
             raise ValueError(f"warm_start_states: expected one of {', '.join(STATES)}, got {self.warm_start_states!r}")
         if self.reward_on_error not in ON_ERROR:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
+        self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded
         # r_p itself is checked by the reward factory (finite number) when the reward is built.
 
 
@@ -307,6 +319,7 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
 
     from proactive_rl.data.mcqa import rows_to_dataset, suppressed_tokens
 
+    check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
     resolve_generation_backend(script_args.generation_backend, training_args)
     model, processor = load_policy(model_args, seed=training_args.seed)
     if script_args.warm_start_steps > 0:
@@ -349,8 +362,9 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
         args=training_args,
         train_dataset=dataset,
         processing_class=processor,
-        peft_config=get_peft_config(model_args),
+        peft_config=peft_config_for(model_args, model, processor, state_tokens=False),  # MCQA: no state tokens
     )
+    attach_eval_callback(trainer, script_args.eval_callback)
     trainer.suppress_tokens = suppress
     trainer.generation_backend = "vllm" if training_args.use_vllm else "transformers"
     return trainer
@@ -392,7 +406,7 @@ def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, mode
             reports["mcqa_eval.json"]["before"],
             reports["mcqa_eval.json"]["after"],
         )
-    finish(trainer, training_args.output_dir, reports)
+    finish(trainer, training_args.output_dir, reports, model_args=model_args)
     trainer.mcqa_eval = (before, after)
     return trainer
 
