@@ -22,24 +22,31 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes/tiny/grpo_streaming.yaml"
 
 
 def evaluate(model, processor, episodes, windows, max_turn_tokens: int = 8, alpha: float = 0.05, lam: float = 0.2):
-    """Greedy streaming evaluation: ``{"prs_b", "reward", "responses"}`` (PRS-B × 100 over whole episodes)."""
-    from proactive_rewards import get_reward, prs_score
-    from proactive_rl.data.frames import frames_of
+    """Greedy streaming evaluation: ``{"prs_b", "reward", "responses"}``.
+
+    PRS-B (× 100, whole episodes streamed from the first frame) and responses per episode come from the PRS
+    evaluator of `proactive_rl.evaluation` (what `proactive-rl eval` and the training callback run); the window
+    reward is the training objective itself: the task reward of one greedy rollout of each held-out window, by the
+    trainer's own rollout."""
+    import json
+
+    from proactive_rewards import get_reward
+    from proactive_rl.evaluation import EvaluatorConfig, PRSEvaluator, evaluate_model
     from proactive_rl.grpo.streaming.rollout import rollout_window
-    from proactive_rl.grpo.streaming.windows import TASK_REWARDS, episode_window
+    from proactive_rl.grpo.streaming.windows import TASK_REWARDS
     from proactive_rl.streaming import SamplingParams
 
+    config = EvaluatorConfig(type="prs", name="prs", max_new_tokens=max_turn_tokens, alpha=alpha)
+    with tempfile.TemporaryDirectory() as out:
+        results = evaluate_model(model, processor, [PRSEvaluator(config, items=episodes)], out_dir=out, fail_fast=True)
+        lines = (Path(out) / "prs" / "predictions.jsonl").read_text().splitlines()
+    responses = [len(json.loads(line)["responses"]) for line in lines]
     greedy = SamplingParams(max_new_tokens=max_turn_tokens, do_sample=False)
-    prs, responses = [], []
-    for episode in episodes:
-        (traj,) = rollout_window(model, processor, episode_window(episode), 1, greedy, frames=frames_of(episode))
-        prs.append(prs_score(traj.responses(), episode.targets, mode="B", alpha=alpha).score)
-        responses.append(traj.num_responses)
     rewards = []
     for window in windows:
         (traj,) = rollout_window(model, processor, window, 1, greedy)
@@ -48,7 +55,7 @@ def evaluate(model, processor, episodes, windows, max_turn_tokens: int = 8, alph
         reward = get_reward(name, **params)
         rewards.append(reward([traj.texts], targets=[window.row()["targets"]], times=[traj.times])[0])
     return {
-        "prs_b": 100 * sum(prs) / len(prs),
+        "prs_b": results["metrics"]["prs/prs_b"],
         "reward": sum(rewards) / len(rewards),
         "responses": sum(responses) / len(responses),
     }

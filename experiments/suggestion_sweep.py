@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes/tiny/grpo_suggestion.yaml"
 
 

@@ -7,11 +7,20 @@ loss; loading the model and saving the result are the same code.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from proactive_rl.models.spec import check_model_path, load_model_spec, parse_tiny_spec
 from proactive_rl.models.tokenizer import STATE_TOKENS
+
+
+def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
+    """Every trainer's ``train_main``: parse ``--config RECIPE.yaml`` and flag overrides with the trainer's
+    ``TrlParser``, then ``main(script_args, training_args, model_args)``."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    main(*make_parser().parse_args_and_config(argv))
+    return 0
 
 
 def check_model_args(model_args) -> None:

@@ -28,7 +28,9 @@ import numpy as np
 from proactive_eval.environments import MCQAEnvironment, MCQAObservation, mcqa_prompt
 
 __all__ = [
+    "env_hint",
     "environment_rows",
+    "image_messages",
     "load_rows",
     "mcqa_messages",
     "mcqa_text",
@@ -43,9 +45,21 @@ def mcqa_text(observation: MCQAObservation, hint: str = "") -> str:
     return mcqa_prompt(question, list(observation.options))
 
 
+def image_messages(text: str) -> list[dict]:
+    """One user turn, the image then `text`: the layout TRL gives a row with an ``image`` column
+    (`trl.data_utils.prepare_multimodal_messages`), rendered by the processor's chat template."""
+    return [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
+
+
 def mcqa_messages(observation: MCQAObservation, hint: str = "") -> list[dict]:
     """The conversational prompt of one MCQA step, image first (the layout TRL gives a row with an ``image``)."""
-    return [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": mcqa_text(observation, hint)}]}]
+    return image_messages(mcqa_text(observation, hint))
+
+
+def env_hint(env, hint: bool) -> str:
+    """The hint text added to an environment's questions: its ``hint`` attribute (synthetic environments) when
+    `hint` is set. ProactiveBench environments take their hint when built (``proactivebench_environments(hint=)``)."""
+    return getattr(env, "hint", "") if hint else ""
 
 
 def _correct_now(env: MCQAEnvironment, answer: str) -> bool:
@@ -81,7 +95,7 @@ def environment_rows(env: MCQAEnvironment, max_states: int | None = None, hint: 
     answer = getattr(env, "answer", None)
     if not isinstance(answer, str) or not answer:
         raise ValueError(f"environment {getattr(env, 'id', '?')!r}: needs an `answer` attribute (the category)")
-    hint_text = getattr(env, "hint", "") if hint else ""
+    hint_text = env_hint(env, hint)
     rows, observation = [], env.reset()
     while True:
         image: Any = observation.image

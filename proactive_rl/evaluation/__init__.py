@@ -1,23 +1,22 @@
-"""Evaluators as training callbacks, and the checkpoint evaluation behind `proactive-rl eval`.
+"""The one way anything is evaluated: evaluators, the training callback and the checkpoint evaluation behind
+`proactive-rl eval` (the demo, the suggestion trainer's end-of-run evaluation and the experiments use them too).
 
-- `ProactiveEvalCallback`: a `transformers.TrainerCallback` evaluating the live model (streaming PRS, PAUC with a
-  judge, ProactiveBench MCQA acc / ps and OEG agg / acc / ps with a judge) on save / evaluate / every N steps,
-  ZeRO-3 safe, failure tolerant.
+- `Evaluator`, `register_evaluator`, `EVALUATORS`: the evaluator types (streaming PRS, PAUC with a judge,
+  ProactiveBench MCQA acc / ps and OEG agg / acc / ps with a judge), each registered under its ``type``.
+- `ProactiveEvalCallback`: a `transformers.TrainerCallback` evaluating the live model on save / evaluate / every N
+  steps, ZeRO-3 safe, failure tolerant.
 - `EvalCallbackConfig` / `EvaluatorConfig`: its configuration, the ``eval_callback`` block of a recipe.
-- `evaluate_model`: one evaluation of a model on every rank (the callback and `proactive-rl eval` share it).
+- `evaluate_model`: one evaluation of a model on every rank (everything above shares it).
+- `image_answer_fn` / `mcqa_answer_fn`: answer an observation (an image and a question) with the prompt the
+  suggestion trainer trains on.
 """
 
+from proactive_rl.evaluation.base import EVALUATORS, Evaluator, Scored, build_evaluators, register_evaluator
 from proactive_rl.evaluation.callback import ProactiveEvalCallback
 from proactive_rl.evaluation.config import EvalCallbackConfig, EvaluatorConfig, load_eval_config
-from proactive_rl.evaluation.evaluators import (
-    EVALUATORS,
-    Evaluator,
-    MCQAEvaluator,
-    OEGEvaluator,
-    PAUCEvaluator,
-    PRSEvaluator,
-    build_evaluators,
-)
+from proactive_rl.evaluation.evaluators import PAUCEvaluator, PRSEvaluator
+from proactive_rl.evaluation.policy import image_answer_fn, mcqa_answer_fn
+from proactive_rl.evaluation.proactivebench import MCQAEvaluator, OEGEvaluator
 from proactive_rl.evaluation.run import EvaluationFailed, evaluate_model
 
 __all__ = [
@@ -31,7 +30,11 @@ __all__ = [
     "PAUCEvaluator",
     "PRSEvaluator",
     "ProactiveEvalCallback",
+    "Scored",
     "build_evaluators",
     "evaluate_model",
+    "image_answer_fn",
     "load_eval_config",
+    "mcqa_answer_fn",
+    "register_evaluator",
 ]

@@ -25,8 +25,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from proactive_rl.evaluation.backends import log_results
+from proactive_rl.evaluation.base import build_evaluators
 from proactive_rl.evaluation.config import EvalCallbackConfig
-from proactive_rl.evaluation.evaluators import build_evaluators
 from proactive_rl.evaluation.run import evaluate_model
 
 logger = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-EVALUATOR_TYPES = ("prs", "pauc", "mcqa", "oeg")
+from proactive_rl.evaluation.base import evaluator_class
+
 JUDGE_TYPES = ("rule", "openai")
 ON_ERROR = ("skip", "raise")
 
@@ -41,36 +42,22 @@ def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> di
     return raw
 
 
-def _environments(envs: Any, type_: str, where: str) -> list[dict]:
-    """The ``environments`` of an mcqa / oeg evaluator: a non-empty list of mappings."""
-    if isinstance(envs, dict):
-        envs = [envs]
-    if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
-        raise ValueError(f"{where}: expected a list of {{kind, n, seed}} or {{path}} mappings")
-    for i, env in enumerate(envs):
-        if type_ == "oeg" and "path" not in env:
-            raise ValueError(
-                f"{where}[{i}]: an oeg evaluator needs 'path' (ProactiveBench JSONL, with 'dataset' and 'data_dir')"
-            )
-        if "kind" not in env and "path" not in env:
-            raise ValueError(f"{where}[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
-    return envs
-
-
 @dataclass
 class EvaluatorConfig:
     """One evaluator.
 
     Args:
-        type (`str`): ``prs`` (streaming PRS-U/B, docs/spec.md §4), ``pauc`` (streaming PAUC with a judge, docs/spec.md §5),
-            ``mcqa`` (ProactiveBench acc / ps, docs/spec.md §6) or ``oeg`` (ProactiveBench open-ended agg / acc / ps with a
-            judge, docs/spec.md §6).
-        name (`str`, *optional*): the metric prefix and folder name; defaults to the type.
+        type (`str`): a registered evaluator type (`proactive_rl.evaluation.base.EVALUATORS`): ``prs`` (streaming
+            PRS-U/B, docs/spec.md §4), ``pauc`` (streaming PAUC with a judge, docs/spec.md §5), ``mcqa``
+            (ProactiveBench acc / ps, docs/spec.md §6) or ``oeg`` (ProactiveBench open-ended agg / acc / ps with a
+            judge, docs/spec.md §6); or the import path of a user `Evaluator` subclass (``package.module.Class``).
+        name (`str`, *optional*): the metric prefix and folder name; defaults to the type (its last part for an
+            import path).
         episodes (`list`, *optional*): ``prs`` / ``pauc``: held-out episode sources, the form of
             ``dataset_mixture`` (`proactive_rl.data.mixture.DatasetSource`: episode files or synthetic tasks).
-        environments (`list`, *optional*): ``mcqa``: ``{kind, n, seed, size}`` synthetic environments
-            (`proactive_rl.synthetic.make_environments`) or ``{path, dataset, data_dir}`` ProactiveBench JSONL;
-            ``oeg``: ``{path, dataset, data_dir}`` only.
+        environments (`list`, *optional*): ``mcqa``: ``{kind, n, seed, size}`` synthetic environments (plus any
+            difficulty knob of `proactive_rl.synthetic.make_environments`) or ``{path, dataset, data_dir}``
+            ProactiveBench JSONL; ``oeg``: ``{path, dataset, data_dir}`` only.
         max_items (`int`, *optional*): evaluate only the first N episodes / environments.
         max_new_tokens (`int`, *optional*, defaults to `16`): longest assistant turn.
         max_frames (`int`, *optional*): keep only the latest K frames in context (docs/spec.md §2).
@@ -80,15 +67,20 @@ class EvaluatorConfig:
             intervention reward's scorer) or ``{type: openai, base_url, model, ...}`` (any
             `proactive_eval.judges.OpenAIJudge` argument; ``oeg`` sets its ``system_prompt`` to the authors' OEG
             judge prompt).
-        hint (`bool`, *optional*, defaults to `False`): ``oeg``: append the generic OEG hint to the question
-            (ProactiveBench Table 9; `proactive_eval.oeg.OEG_HINT`).
+        hint (`bool`, *optional*, defaults to `False`): ``mcqa``: add the dataset's hint to each question, as the
+            suggestion trainer's ``hint`` does (ProactiveBench §4.3); ``oeg``: append the generic OEG hint to the
+            question (ProactiveBench Table 9; `proactive_eval.oeg.OEG_HINT`).
+        answer_letters_only (`bool`, *optional*, defaults to `False`): ``mcqa``: only option letters may be
+            generated (the first N, N the most options any of the environments shows), as the suggestion
+            trainer's ``answer_letters_only`` samples.
         on_error (`str`, *optional*, defaults to `"skip"`): ``prs`` / ``pauc``: an episode whose video is missing,
             truncated or undecodable is skipped, named in the summary and counted in ``coverage`` (``skip``), or
             fails the evaluator (``raise``).
         protocol (`str`, *optional*, defaults to `"filtered"`): ``mcqa`` / ``oeg`` on ProactiveBench JSONL: the
             paper's filtered benchmark (Table 1) or ``"unfiltered"`` (Table 4, and any data that is not the
             benchmark's, e.g. synthetic exports); `proactive_eval.formats.proactivebench_protocol`.
-        skip (`dict`, *optional*): the authors' skip arguments (default ``{strong_occlusions: false}``; ``{}`` keeps all).
+        skip (`dict`, *optional*): the authors' skip arguments (default ``{strong_occlusions:
+            false}``; ``{}`` keeps all).
     """
 
     type: str
@@ -101,6 +93,7 @@ class EvaluatorConfig:
     alpha: float = 0.05
     judge: dict[str, Any] | None = None
     hint: bool = False
+    answer_letters_only: bool = False
     on_error: str = "skip"
     protocol: str = "filtered"
     skip: dict[str, Any] | None = None
@@ -108,27 +101,13 @@ class EvaluatorConfig:
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> EvaluatorConfig:
         cfg = cls(**_check_keys(raw, cls, where, required=("type",)))
-        if cfg.type not in EVALUATOR_TYPES:
-            raise ValueError(f"{where}.type: expected one of {', '.join(EVALUATOR_TYPES)}, got {cfg.type!r}")
-        cfg.name = str(cfg.name or cfg.type)
-        if cfg.type in ("prs", "pauc"):
-            if cfg.episodes is None:
-                raise ValueError(f"{where}: a {cfg.type} evaluator needs 'episodes' (a list of episode sources)")
-            from proactive_rl.data.mixture import parse_mixture
-
-            cfg.episodes = parse_mixture(cfg.episodes, f"{where}.episodes")
-        if cfg.type in ("mcqa", "oeg"):
-            cfg.environments = _environments(cfg.environments, cfg.type, f"{where}.environments")
-            from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
-
-            if cfg.protocol not in PROTOCOLS:
-                raise ValueError(f"{where}.protocol: expected one of {', '.join(PROTOCOLS)}, got {cfg.protocol!r}")
-            if cfg.skip is not None and not isinstance(cfg.skip, dict):
-                raise ValueError(f"{where}.skip: a mapping of field: value to skip, got {cfg.skip!r}")
+        evaluator = evaluator_class(cfg.type, f"{where}.type")
+        cfg.name = str(cfg.name or cfg.type.replace(":", ".").rpartition(".")[2])
+        for key in ("hint", "answer_letters_only"):
+            if not isinstance(getattr(cfg, key), bool):
+                raise ValueError(f"{where}.{key}: a boolean, got {getattr(cfg, key)!r}")
         if cfg.on_error not in ON_ERROR:
             raise ValueError(f"{where}.on_error: expected one of {', '.join(ON_ERROR)}, got {cfg.on_error!r}")
-        if not isinstance(cfg.hint, bool) or (cfg.hint and cfg.type != "oeg"):
-            raise ValueError(f"{where}.hint: a boolean, for oeg evaluators only; got {cfg.hint!r} ({cfg.type})")
         for key in ("max_items", "max_frames"):
             value = getattr(cfg, key)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -141,9 +120,7 @@ class EvaluatorConfig:
         if judge.get("type") == "openai" and not {"base_url", "model"} <= set(judge):
             raise ValueError(f"{where}.judge: an openai judge needs 'base_url' and 'model'")
         cfg.judge = judge
-        for i, env in enumerate(cfg.environments or ()):
-            if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
-                raise ValueError(f"{where}.environments[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
+        evaluator.check_config(cfg, where)  # the type's own fields (episodes, environments, hint, ...)
         return cfg
 
 

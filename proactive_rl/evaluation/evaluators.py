@@ -1,45 +1,27 @@
-"""The evaluators the callback and `proactive-rl eval` run: streaming PRS, streaming PAUC, ProactiveBench MCQA and
-ProactiveBench open-ended generation (OEG).
+"""The streaming evaluators: PRS (docs/spec.md §4) and PAUC (§5) over held-out episodes, played through the
+KV-cache streaming policy; the ProactiveBench ones (MCQA, OEG) are in `proactive_rl.evaluation.proactivebench`.
 
-An evaluator is used in three stages, so that the expensive part is spread over ranks and the rest is not:
-
-1. ``items()``: the episodes / environments, built once, identically on every rank (deterministic);
-2. ``generate(model, processor, items)``: run the model on this rank's shard; returns picklable records
-   (``{"id", "responses"}`` per episode, or ``{"id", "failed": reason}`` for an episode whose video could not be
-   played; ``{"id", "success", "turns", ...}`` per environment, ``{"id", "answer", ...}`` per OEG question);
-3. ``score(records, out_dir)``: on the main process, on the gathered records of every rank: the metrics of the
-   benchmark scorers (`proactive_eval.metrics`, the code the rewards share, STYLE.md #4) and the report files.
-
-Metric names are flat (``prs_b``, ``atomic/prs_b``, ``pauc_w0.5``, ``acc``); numbers are × 100 as in the papers.
-Streaming evaluators also log ``coverage`` (scored / total episodes, per task too) and ``failed_episodes``: an
-episode whose video is missing, truncated or undecodable is skipped and named (``on_error: raise`` stops instead),
-and its turns are classified by the one rule the rewards use (docs/spec.md §13).
+Each is an `Evaluator` (`proactive_rl.evaluation.base`: items → generate on this rank's shard → score on the main
+process) registered under its ``type``. Records are ``{"id", "responses"}`` per episode, or ``{"id", "failed":
+reason}`` for an episode whose video could not be played; scores come from the benchmark scorers
+(`proactive_eval.metrics`, the code the rewards share). Metric names are flat (``prs_b``,
+``atomic/prs_b``, ``pauc_w0.5``); numbers are × 100 as in the papers. Streaming evaluators also log ``coverage``
+(scored / total episodes, per task too) and ``failed_episodes``: an episode whose video is missing, truncated or
+undecodable is skipped and named (``on_error: raise`` stops instead), and its turns are classified by the one rule
+the rewards use (docs/spec.md §13). They are resumable (`proactive_rl.evaluation.resume`).
 """
 
 from __future__ import annotations
 
-import copy
-import json
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.evaluation.config import EvaluatorConfig
+from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
 
 logger = logging.getLogger(__name__)
 
 _PRS_KEYS = ("prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "resp_per_target_b", "median_latency_b")
-
-
-@dataclass
-class Scored:
-    """What `Evaluator.score` returns: logged scalars, the full summary, sample rows and written files."""
-
-    metrics: dict[str, float]
-    summary: dict[str, Any]
-    samples: list[list[Any]] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)
 
 
 def make_judge(config: dict[str, Any], **defaults):
@@ -53,47 +35,22 @@ def make_judge(config: dict[str, Any], **defaults):
     return OpenAIJudge(**{"on_failure": "raise", **defaults, **options})
 
 
-def _jsonl(rows: list[dict]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
-
 def _fmt_items(items) -> str:
     return "; ".join(f"{float(t):.1f}s {text}" for t, text, *_ in items)
 
 
-class Evaluator:
-    """Base class; see the module docstring."""
-
-    SAMPLE_COLUMNS = ["evaluator", "id", "task", "targets", "responses", "score"]
-    #: generate() stores each finished item through its `writer`, so an interrupted run can resume
-    resumable = False
-
-    def __init__(self, config: EvaluatorConfig, progress: bool = False, log_samples: int = 4):
-        self.config, self.name = config, config.name
-        self.progress, self.log_samples = progress, int(log_samples)
-        self._items = None
-
-    def items(self) -> list:
-        if self._items is None:
-            self._items = self._load()
-            if self.config.max_items is not None:
-                self._items = self._items[: self.config.max_items]
-        return self._items
-
-    def _load(self) -> list:
-        raise NotImplementedError
-
-    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        """Records of this rank's `items`; `writer` (a `PredictionWriter`, streaming evaluators) receives each
-        finished episode as it ends, for a resumable run."""
-        raise NotImplementedError
-
-    def score(self, records: list[dict], out_dir: Path | None, plots: bool = True) -> Scored:
-        raise NotImplementedError
-
-
 class _StreamingEvaluator(Evaluator):
     resumable = True
+
+    @classmethod
+    def check_config(cls, config, where: str) -> None:
+        if config.episodes is None:
+            raise ValueError(f"{where}: a {config.type} evaluator needs 'episodes' (a list of episode sources)")
+        from proactive_rl.data.mixture import parse_mixture
+
+        config.episodes = parse_mixture(config.episodes, f"{where}.episodes")
+        if config.hint or config.answer_letters_only:
+            raise ValueError(f"{where}: 'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only")
 
     def _load(self) -> list:
         from proactive_rl.data import load_mixture
@@ -109,7 +66,7 @@ class _StreamingEvaluator(Evaluator):
         policy = model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
         unplayable = episode_errors()
         records = []
-        for episode in items:
+        for episode in self._progress(items, "episode"):
             try:
                 outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
             except unplayable as err:
@@ -161,6 +118,7 @@ class _StreamingEvaluator(Evaluator):
         return rows
 
 
+@register_evaluator("prs")
 class PRSEvaluator(_StreamingEvaluator):
     """Streaming PRS-U / PRS-B on held-out episodes (docs/spec.md §4, P³I §4). Free-text tasks (intervention) take
     their content score from the ``judge`` block, as the intervention reward does by default (token-F1); the
@@ -203,6 +161,7 @@ class PRSEvaluator(_StreamingEvaluator):
         return scored
 
 
+@register_evaluator("pauc")
 class PAUCEvaluator(_StreamingEvaluator):
     """Streaming PAUC with a judge (docs/spec.md §5, ProactiveVideoQA): windowed targets are the reply spans."""
 
@@ -251,167 +210,3 @@ class PAUCEvaluator(_StreamingEvaluator):
             )
             scored.files = {k: str(v) for k, v in written.items()}
         return scored
-
-
-class MCQAEvaluator(Evaluator):
-    """ProactiveBench MCQA environments: ``acc`` and ``ps`` (docs/spec.md §6)."""
-
-    SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answers", "outcomes", "success"]
-
-    def _load(self) -> list:
-        envs = []
-        for spec in self.config.environments:
-            if "kind" in spec:
-                from proactive_rl.synthetic import make_environments
-
-                envs += make_environments(
-                    spec["kind"], int(spec.get("n", 8)), int(spec.get("seed", 0)), int(spec.get("size", 64))
-                )
-            else:
-                from proactive_rl.data.mcqa import proactivebench_environments
-
-                envs += proactivebench_environments(
-                    spec["path"],
-                    spec["dataset"],
-                    spec.get("data_dir"),
-                    protocol=self.config.protocol,
-                    skip=self.config.skip,
-                )
-        return envs
-
-    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        from proactive_eval.environments import run_environment
-        from proactive_rl.evaluation.policy import mcqa_answer_fn
-
-        answer = mcqa_answer_fn(model, processor, self.config.max_new_tokens)
-        records = []
-        for env in items:
-            # a fresh copy: an environment is a stateful MDP and the same items are played at every evaluation
-            outcome = run_environment(copy.deepcopy(env), answer)
-            records.append(
-                {
-                    "id": outcome.id,
-                    "dataset": getattr(env, "dataset", ""),
-                    "success": bool(outcome.success),
-                    "turns": int(outcome.turns),
-                    "answers": list(outcome.answers),
-                    "outcomes": list(getattr(outcome, "outcomes", [])),
-                }
-            )
-        return records
-
-    def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.environments import proactivebench_summary
-        from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
-        from proactive_eval.predictions import atomic_write_text
-
-        summary = dict(proactivebench_summary(records))
-        groups: dict[str, list[dict]] = {}
-        for r in records:
-            groups.setdefault(r["dataset"] or "all", []).append(r)
-        summary["groups"] = {g: proactivebench_summary(rs) for g, rs in sorted(groups.items())}
-        report = mcqa_results(records, self._protocol(), self.config.skip)
-        summary["protocol"] = report["protocol"]  # which benchmark, and the samples scored per dataset
-        metrics = {"acc": float(summary["acc"]), "ps": float(summary["ps"])}
-        if len(groups) > 1:
-            for g, s in summary["groups"].items():
-                metrics[f"{g}/acc"] = float(s["acc"])
-        samples = [
-            [self.name, r["id"], r["dataset"], " | ".join(r["answers"]), " | ".join(r["outcomes"]), r["success"]]
-            for r in records[: self.log_samples]
-        ]
-        scored = Scored(metrics, summary, samples)
-        if out_dir is not None:
-            path = out_dir / "outcomes.jsonl"
-            atomic_write_text(path, _jsonl(records))
-            atomic_write_text(out_dir / "report.md", mcqa_markdown(report, f"MCQA: {self.name}"))
-            scored.files = {"outcomes": str(path), "report": str(out_dir / "report.md")}
-        return scored
-
-    def _protocol(self) -> str | None:
-        """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
-        return self.config.protocol if any("path" in s for s in self.config.environments) else None
-
-
-class OEGEvaluator(Evaluator):
-    """ProactiveBench open-ended generation (docs/spec.md §6; ProactiveBench §3.1, App. B, Tables 8-9): one free-form answer
-    per environment, to its first image and its question without options (`proactive_eval.oeg`), judged against
-    the valid answers; ``agg`` / ``acc`` (category) / ``ps`` are rates × 100, overall and per dataset."""
-
-    SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answer", "valid_answers", "judge", "aggregate"]
-
-    def _load(self) -> list:
-        from proactive_rl.data.mcqa import proactivebench_environments
-
-        specs = self.config.environments
-        protocol, skip = self.config.protocol, self.config.skip
-        return [
-            e
-            for s in specs
-            for e in proactivebench_environments(
-                s["path"], s["dataset"], s.get("data_dir"), protocol=protocol, skip=skip
-            )
-        ]
-
-    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        from proactive_eval.oeg import oeg_question, oeg_valid_answers
-        from proactive_rl.evaluation.policy import image_answer_fn, observation_image
-
-        answer = image_answer_fn(model, processor, self.config.max_new_tokens)
-        records = []
-        for env in items:
-            valid = oeg_valid_answers(env)
-            observation = env.reset()
-            prompt = oeg_question(observation.prompt, self.config.hint)
-            text = answer(observation_image(observation), prompt)
-            records.append(
-                {"id": env.id, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
-            )
-        return records
-
-    def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.formats.proactivebench_protocol import protocol_line, protocol_summary
-        from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
-        from proactive_eval.metrics import oeg_judgment, oeg_summary
-        from proactive_eval.predictions import atomic_write_text
-
-        if out_dir is not None:  # written before judging: a judge that is down must not lose what the model said
-            atomic_write_text(out_dir / "predictions.jsonl", _jsonl(records))
-        judge = make_judge(self.config.judge, system_prompt=OEG_SYSTEM_PROMPT)
-        prompts = [oeg_prompt(r["prompt"], r["valid_answers"], r["answer"]) for r in records]
-        raw = judge.complete_many(prompts, progress=self.progress)
-        rows = [{**r, "judge": j, **oeg_judgment(j, r["valid_answers"], r["dataset"])} for r, j in zip(records, raw)]
-        groups: dict[str, list[dict]] = {}
-        for row in rows:
-            groups.setdefault(row["dataset"], []).append(row)
-        summary = {**oeg_summary(rows), "groups": {g: oeg_summary(rs) for g, rs in sorted(groups.items())}}
-        counts = {g: s["n"] for g, s in summary["groups"].items()}
-        summary["protocol"] = protocol_summary(self.config.protocol, counts, self.config.skip)
-        summary["judge_stats"] = judge.stats.as_dict()
-        keys = ("agg", "acc", "ps")
-        metrics = {k: float(summary[k]) for k in keys}
-        if len(groups) > 1:
-            metrics.update({f"{g}/{k}": float(s[k]) for g, s in summary["groups"].items() for k in keys})
-        columns = self.SAMPLE_COLUMNS[1:]
-        samples = [[self.name] + [r[c] for c in columns] for r in rows[: self.log_samples]]
-        scored = Scored(metrics, summary, samples)
-        if out_dir is not None:
-            atomic_write_text(out_dir / "judgments.jsonl", _jsonl(rows))
-            table = ["| dataset | n | agg | acc | ps |", "|---|---|---|---|---|"]
-            table += [
-                f"| {g} | {s['n']} | {s['agg']:.1f} | {s['acc']:.1f} | {s['ps']:.1f} |"
-                for g, s in summary["groups"].items()
-            ]
-            head = f"# OEG: {self.name}\n\n{protocol_line(summary['protocol'])}\n\n"
-            atomic_write_text(out_dir / "report.md", head + "\n".join(table) + "\n")
-            names = {"predictions": "predictions.jsonl", "judgments": "judgments.jsonl", "report": "report.md"}
-            scored.files = {k: str(out_dir / f) for k, f in names.items()}
-        return scored
-
-
-EVALUATORS = {"prs": PRSEvaluator, "pauc": PAUCEvaluator, "mcqa": MCQAEvaluator, "oeg": OEGEvaluator}
-
-
-def build_evaluators(configs: list[EvaluatorConfig], progress: bool = False, log_samples: int = 4) -> list[Evaluator]:
-    """One `Evaluator` per config, in order."""
-    return [EVALUATORS[c.type](c, progress=progress, log_samples=log_samples) for c in configs]

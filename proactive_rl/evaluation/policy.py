@@ -1,8 +1,10 @@
-"""The live model as a `StreamingPolicy` / a single-image answer function (MCQA, OEG), and ZeRO-3-safe generation
-(STYLE.md #5).
+"""The live model as a `StreamingPolicy` / an "answer an observation" function (MCQA, OEG), and ZeRO-3-safe
+generation (every rank decodes its own shard).
 
-Both decode greedily through the KV-cache engine of `proactive_rl.streaming` (docs/spec.md §9) over turns rendered by
-`proactive_rl.chat` exactly as training renders them, so an SFT model sees at evaluation what it was trained on.
+Both decode greedily and render their prompt exactly as the matching trainer does, so a model sees at evaluation
+what it was trained on: the streaming policy through the KV-cache engine of `proactive_rl.streaming` (docs/spec.md
+§9) over turns rendered by `proactive_rl.chat` (the SFT / streaming GRPO dialogue); the answer function through the
+processor's chat template over the single-turn rows of the suggestion trainer (`proactive_rl.data.mcqa`, §6).
 """
 
 from __future__ import annotations
@@ -23,24 +25,43 @@ def model_policy(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
 
 
 def image_answer_fn(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> Callable:
-    """``(image, text) -> answer text``: a fresh dialogue (system turn, one user turn: the image then the text, as
-    the GRPO rows are rendered) and a greedy reply. The MCQA and OEG evaluators both answer through it."""
-    from proactive_rl.chat import generation_prompt_ids, render_system_turn
-    from proactive_rl.chat.render import _renderer
-    from proactive_rl.streaming import SamplingParams, StreamingSession
+    """``(image, text, suppress_tokens=None) -> answer text``: answer one observation, greedily.
 
-    system = list(render_system_turn(processor).input_ids)
-    header = list(generation_prompt_ids(processor))
-    renderer = _renderer(processor)
-    sampling = SamplingParams(max_new_tokens=max_new_tokens)
+    The one way an image and a question are put to a model here (MCQA, OEG): one user turn, the image then the text,
+    through the processor's own chat template with the generation prompt (`proactive_rl.data.mcqa.image_messages`),
+    exactly the prompt the suggestion trainer's rows give TRL's `GRPOTrainer`; no streaming system turn. Greedy
+    `generate` (``suppress_tokens``, e.g. every token but the option letters, as in training), in eval mode; the
+    caller's mode is restored. Under ZeRO-3, call it inside `generation_model` (every rank decodes its own shard).
+    """
+    import torch
+    from PIL import Image
 
-    def answer(image, text: str) -> str:
-        content = [{"type": "image", "image": image}, {"type": "text", "text": text}]
-        turn = renderer.turn({"role": "user", "content": content})
-        pixel_values, grids = renderer.process_images(turn.images)
-        session = StreamingSession(model, processor)
-        session.append_tokens(system + turn.input_ids + header, pixel_values, grids)
-        return session.generate(sampling).texts[0].strip()
+    from proactive_rl.data.mcqa import image_messages
+
+    def answer(image, text: str, suppress_tokens: list[int] | None = None) -> str:
+        if not isinstance(image, Image.Image):
+            image = Image.fromarray(image)
+        prompt = processor.apply_chat_template(image_messages(text), add_generation_prompt=True, tokenize=False)
+        inputs = processor(text=[prompt], images=[image], return_tensors="pt").to(model.device)
+        was_training = model.training
+        if was_training:  # no dropout while answering; eval() walks every module, so only when needed
+            model.eval()
+        try:
+            with torch.no_grad():
+                out = model.generate(
+                    **inputs,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    suppress_tokens=suppress_tokens,
+                    use_cache=True,
+                    # The weights are whole here (`generation_model`); transformers would otherwise step in lockstep
+                    # with the other ranks under ZeRO-3, and ranks answering different numbers of turns would hang.
+                    synced_gpus=False,
+                )
+        finally:
+            if was_training:
+                model.train()
+        return processor.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True).strip()
 
     return answer
 
@@ -58,13 +79,17 @@ def observation_image(observation):
     return image
 
 
-def mcqa_answer_fn(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> Callable:
-    """``observation -> answer text`` for `proactive_eval.environments.run_environment`: the image and the authors'
-    multiple-choice text through `image_answer_fn`."""
+def mcqa_answer_fn(
+    model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, suppress_tokens: list[int] | None = None
+) -> Callable:
+    """``(observation, hint="") -> answer text``: the observation's image and the authors' multiple-choice text
+    (`proactive_rl.data.mcqa.mcqa_text`, the suggestion trainer's row text) through `image_answer_fn`."""
     from proactive_rl.data.mcqa import mcqa_text
 
     answer = image_answer_fn(model, processor, max_new_tokens)
-    return lambda observation: answer(observation_image(observation), mcqa_text(observation))
+    return lambda observation, hint="": answer(
+        observation_image(observation), mcqa_text(observation, hint), suppress_tokens
+    )
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """`evaluate_model`: run evaluators on a model across ranks and write the results (shared by the callback and
 `proactive-rl eval`, so that both give the same numbers for the same weights).
 
-Distributed protocol (STYLE.md #5): every rank builds the same items, takes its contiguous shard with
+Distributed protocol: every rank builds the same items, takes its contiguous shard with
 `PartialState.split_between_processes`, and generates on it with the parameters gathered whole (ZeRO-3: a
 sharded forward is a collective, and ranks decode for different numbers of steps). The records are collected
 with `gather_object`; the main process scores them (a judge is called once, not once per rank), writes the
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.evaluation.evaluators import Evaluator
+from proactive_rl.evaluation.base import Evaluator
 from proactive_rl.evaluation.policy import generation_model
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,9 @@ def _generate_local(
                 if ev.name in resumed and out is not None:
                     writer = PredictionWriter(partial_path(out / ev.name, state.process_index))
                 try:
-                    records = ev.generate(gen_model, processor, shard, writer=writer)
+                    # only a resumable evaluator takes a writer: a new evaluator's generate(model, processor, items)
+                    kwargs = {"writer": writer} if ev.resumable else {}
+                    records = ev.generate(gen_model, processor, shard, **kwargs)
                 finally:
                     if writer is not None:
                         writer.close()

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.evaluation.evaluators import Evaluator
+from proactive_rl.evaluation.base import Evaluator
 from proactive_rl.evaluation.run import RESULTS_NAME, evaluate_model
 
 logger = logging.getLogger(__name__)

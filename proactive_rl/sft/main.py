@@ -24,6 +24,7 @@ from proactive_rl.training import (
     freeze_vision_tower,
     load_for_training,
     peft_config_for,
+    run_entry_point,
 )
 
 logger = logging.getLogger(__name__)
@@ -119,7 +120,4 @@ def make_parser() -> TrlParser:
 
 def train_main(argv: list[str] | None = None) -> int:
     """The ``train`` subcommand: ``proactive-rl train --config RECIPE.yaml [--field value ...]``."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
-    main(script_args, training_args, model_args)
-    return 0
+    return run_entry_point(make_parser, main, argv)

@@ -1,4 +1,4 @@
-"""The TRL adapters and the registry (docs/spec.md §7, STYLE.md #3)."""
+"""The TRL adapters and the registry (docs/spec.md §7)."""
 
 import math
 import pickle

@@ -186,8 +186,16 @@ def test_hint_and_rule_judge(tiny, tmp_path):
         ),
         ({"type": "oeg", "environments": [{"path": "x.jsonl"}], "hint": "yes"}, "evaluators[0].hint: a boolean"),
         (
-            {"type": "mcqa", "environments": [{"kind": "sketch"}], "hint": True},
-            "hint: a boolean, for oeg evaluators only",
+            {"type": "prs", "episodes": [{"source": "synthetic", "task": "atomic", "num_episodes": 1}], "hint": True},
+            "'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only",
+        ),
+        (
+            {"type": "oeg", "environments": [{"path": "x.jsonl", "dataset": "QD"}], "answer_letters_only": True},
+            "answer_letters_only: for mcqa evaluators only",
+        ),
+        (
+            {"type": "mcqa", "environments": [{"kind": "corruption", "negatives": "medium"}]},
+            "evaluators[0].environments[0]: ",
         ),
         (
             {"type": "oeg", "environments": [{"path": "x.jsonl"}], "judge": {"type": "gpt"}},

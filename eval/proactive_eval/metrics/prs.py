@@ -1,6 +1,6 @@
 """Benchmark PRS-U / PRS-B (docs/spec.md §4, P³I §4), computed by the same scorer the rewards use.
 
-Each episode is scored by `proactive_rewards.prs_score` (one scorer for reward and benchmark, STYLE.md #4)
+Each episode is scored by `proactive_rewards.prs_score` (one scorer for reward and benchmark)
 in both matching modes, with and without the redundancy penalty. Benchmark PRS = 100 × the mean of the
 episode scores, per task and overall. Also reported: responses per target (the mean ``|O_i|``), the
 median latency ``t_j - τ_i`` of each target's best-scoring matched response, the malformed outputs (docs/spec.md

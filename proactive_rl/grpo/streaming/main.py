@@ -39,6 +39,7 @@ from proactive_rl.training import (
     freeze_vision_tower,
     load_for_training,
     peft_config_for,
+    run_entry_point,
 )
 
 logger = logging.getLogger(__name__)
@@ -356,6 +357,4 @@ def make_parser() -> TrlParser:
 
 def train_main(argv: list[str] | None = None) -> int:
     """``python -m proactive_rl.grpo.streaming --config RECIPE.yaml [--field value ...]``."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    main(*make_parser().parse_args_and_config(argv))
-    return 0
+    return run_entry_point(make_parser, main, argv)

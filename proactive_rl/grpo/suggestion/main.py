@@ -33,6 +33,7 @@ from proactive_rl.training import (
     finish,
     load_for_training,
     peft_config_for,
+    run_entry_point,
 )
 
 logger = logging.getLogger(__name__)
@@ -156,7 +157,9 @@ class SuggestionScriptArguments:
               - {source: synthetic, kind: sketch, num_envs: 64, seed: 0}
               - {source: data/QuickDraw/train.jsonl, dataset: QD}
         eval_environments (`list`, *optional*): held-out environments, played greedily before and after training
-            (``acc``, ``ps``; docs/spec.md §6), written to ``<output_dir>/mcqa_eval.json``.
+            by the MCQA evaluator of `proactive_rl.evaluation` with this run's ``hint`` and ``answer_letters_only``
+            (``acc``, ``ps``; docs/spec.md §6), written to ``<output_dir>/mcqa_eval.json`` (per-environment
+            outcomes in ``<output_dir>/mcqa_eval/{before,after}/``).
         r_p (`float`, *optional*, defaults to `0.5`): reward of a valid proactive suggestion (paper: 0.5/0.75/1.0).
         hint (`bool`, *optional*, defaults to `False`): add the dataset's hint to each question (ProactiveBench §4.3).
         answer_letters_only (`bool`, *optional*, defaults to `False`): sample (and evaluate) only option-letter
@@ -292,44 +295,20 @@ def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) 
 # --- evaluation ------------------------------------------------------------------------------------------
 
 
-def evaluate(model, processor, sources: list[EnvironmentSource], hint: bool = False, suppress=None, max_new_tokens=16):
-    """Greedy ``acc`` / ``ps`` over held-out environments (docs/spec.md §6) through `proactive_eval.run_environment`."""
-    import torch
-    from PIL import Image
+def held_out_evaluator(script_args: SuggestionScriptArguments, max_new_tokens: int):
+    """The MCQA evaluator (`proactive_rl.evaluation`) of the held-out environments: greedy ``acc`` / ``ps``
+    (docs/spec.md §6) with the trainer's prompt (``hint``) and decoding (``answer_letters_only``)."""
+    from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator
 
-    from proactive_eval.environments import proactivebench_summary, run_environment
-    from proactive_rl.data.mcqa import mcqa_messages
-
-    was_training = model.training
-    model.eval()
-    outcomes = []
-
-    def policy_for(env):
-        hint_text = getattr(env, "hint", "") if hint else ""
-
-        @torch.no_grad()
-        def policy(observation):
-            image = observation.image
-            if observation.image_path is not None and image.shape[:2] == (1, 1):
-                image = Image.open(observation.image_path).convert("RGB")
-            else:
-                image = Image.fromarray(image)
-            messages = mcqa_messages(observation, hint_text)
-            text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            inputs = processor(text=[text], images=[image], return_tensors="pt").to(model.device)
-            out = model.generate(
-                **inputs, max_new_tokens=max_new_tokens, do_sample=False, suppress_tokens=suppress, use_cache=True
-            )
-            return processor.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
-
-        return policy
-
-    for src in sources:
-        for env in src.build(hint):
-            outcomes.append(run_environment(env, policy_for(env)))
-    model.train(was_training)
-    summary = proactivebench_summary(outcomes)
-    return {**summary, "outcomes": [o.outcomes for o in outcomes]}
+    config = EvaluatorConfig(
+        type="mcqa",
+        name="mcqa",
+        max_new_tokens=max_new_tokens,
+        hint=script_args.hint,
+        answer_letters_only=script_args.answer_letters_only,
+    )
+    envs = [env for src in script_args.eval_environments for env in src.build(script_args.hint)]
+    return MCQAEvaluator(config, items=envs)
 
 
 # --- entry points ----------------------------------------------------------------------------------------
@@ -392,32 +371,30 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
     return trainer
 
 
-def _evaluate_trainer(trainer, script_args: SuggestionScriptArguments, max_new_tokens: int) -> dict | None:
+def _evaluate_trainer(trainer, script_args: SuggestionScriptArguments, max_new_tokens: int, when: str) -> dict | None:
+    """``{"acc", "ps", "n", ...}`` of the held-out environments, on every rank (`evaluate_model`: sharded, ZeRO-3
+    safe); its results and per-environment outcomes go to ``<output_dir>/mcqa_eval/<when>/``."""
     if not script_args.eval_environments:
         return None
-    if trainer.accelerator.num_processes > 1:
-        # Environments take different numbers of turns per rank, so sharded parameters (ZeRO-3) would hang in
-        # `generate`; evaluate the saved model instead (`proactive-rl eval`).
-        logger.warning("eval_environments: skipped with %d processes", trainer.accelerator.num_processes)
-        return None
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    return evaluate(
-        model,
-        trainer.processing_class,
-        script_args.eval_environments,
-        script_args.hint,
-        trainer.suppress_tokens,
-        max_new_tokens,
+    from pathlib import Path
+
+    from proactive_rl.evaluation import evaluate_model
+
+    evaluator = held_out_evaluator(script_args, max_new_tokens)
+    out = Path(trainer.args.output_dir) / "mcqa_eval" / when
+    results = evaluate_model(
+        trainer.model, trainer.processing_class, [evaluator], out_dir=out, trainer=trainer, fail_fast=True
     )
+    return dict(results["evaluators"][evaluator.name]["summary"])
 
 
 def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
     """Evaluate (held-out, if given), train, evaluate again, save (open-r1 style entry point)."""
     trainer = build_trainer(script_args, training_args, model_args)
     max_new = training_args.max_completion_length or 16
-    before = _evaluate_trainer(trainer, script_args, max_new) if script_args.eval_before else None
+    before = _evaluate_trainer(trainer, script_args, max_new, "before") if script_args.eval_before else None
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    after = _evaluate_trainer(trainer, script_args, max_new)
+    after = _evaluate_trainer(trainer, script_args, max_new, "after")
     reports = {}
     if after is not None:
         reports["mcqa_eval.json"] = {
@@ -441,7 +418,4 @@ def make_parser() -> TrlParser:
 
 def train_main(argv: list[str] | None = None) -> int:
     """``python -m proactive_rl.grpo.suggestion --config RECIPE.yaml [--field value ...]``."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
-    main(script_args, training_args, model_args)
-    return 0
+    return run_entry_point(make_parser, main, argv)

@@ -1,0 +1,237 @@
+"""The ProactiveBench evaluators (docs/spec.md §6): MCQA environments (``acc`` / ``ps``) and open-ended generation.
+
+Both answer through `proactive_rl.evaluation.policy.image_answer_fn`: the observation's image and question in
+one user turn, rendered by the processor's chat template exactly as the suggestion trainer's rows are
+(`proactive_rl.data.mcqa`), decoded greedily. So `proactive-rl eval`, the training callback, the suggestion
+trainer's end-of-run evaluation (``mcqa_eval.json``) and the demo prompt the same weights the same way.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
+from proactive_rl.evaluation.evaluators import make_judge
+
+_ENV_KEYS = {"kind", "n", "seed", "path", "dataset", "data_dir"}
+
+
+def _jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def _check_environments(config, where: str) -> None:
+    """``environments``: a non-empty list of ``{kind, n, seed, <knobs>}`` (mcqa) or ``{path, dataset, data_dir}``."""
+    envs = config.environments
+    if isinstance(envs, dict):
+        envs = [envs]
+    base, where = where, f"{where}.environments"
+    if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
+        raise ValueError(f"{where}: expected a list of {{kind, n, seed}} or {{path}} mappings")
+    for i, env in enumerate(envs):
+        if config.type == "oeg" and "path" not in env:
+            raise ValueError(
+                f"{where}[{i}]: an oeg evaluator needs 'path' (ProactiveBench JSONL, with 'dataset' and 'data_dir')"
+            )
+        if "kind" not in env and "path" not in env:
+            raise ValueError(f"{where}[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
+        if "kind" in env:
+            from proactive_rl.synthetic import make_environments
+
+            try:  # a bad knob names its field now, not at the first evaluation
+                make_environments(env["kind"], 1, int(env.get("seed", 0)), **_knobs(env))
+            except (ValueError, TypeError) as err:
+                raise ValueError(f"{where}[{i}]: {err}") from None
+    config.environments = envs
+    from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
+
+    if config.protocol not in PROTOCOLS:
+        raise ValueError(f"{base}.protocol: expected one of {', '.join(PROTOCOLS)}, got {config.protocol!r}")
+    if config.skip is not None and not isinstance(config.skip, dict):
+        raise ValueError(f"{base}.skip: a mapping of field: value to skip, got {config.skip!r}")
+    for i, env in enumerate(envs):
+        if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
+            raise ValueError(f"{where}[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
+
+
+def _knobs(spec: dict) -> dict[str, Any]:
+    """The synthetic difficulty knobs and frame size of an environment spec (``size`` defaults to 64)."""
+    return {"size": 64, **{k: v for k, v in spec.items() if k not in _ENV_KEYS}}
+
+
+def build_environments(
+    specs: list[dict], hint: bool = False, protocol: str | None = None, skip: dict | None = None
+) -> list:
+    """The environments of an evaluator's ``environments`` specs, in order (ProactiveBench files read under
+    `protocol`, see `proactive_rl.data.mcqa.proactivebench_environments`)."""
+    from proactive_rl.data.mcqa import proactivebench_environments
+
+    envs = []
+    for spec in specs:
+        if "kind" in spec:
+            from proactive_rl.synthetic import make_environments
+
+            envs += make_environments(spec["kind"], int(spec.get("n", 8)), int(spec.get("seed", 0)), **_knobs(spec))
+        else:
+            envs += proactivebench_environments(
+                spec["path"], spec["dataset"], spec.get("data_dir"), hint=hint, protocol=protocol, skip=skip
+            )
+    return envs
+
+
+@register_evaluator("mcqa")
+class MCQAEvaluator(Evaluator):
+    """ProactiveBench MCQA environments: ``acc`` and ``ps`` (docs/spec.md §6), each played greedily to its end.
+
+    ``hint`` adds each environment's hint to its questions; ``answer_letters_only`` lets only the first N option
+    letters be generated, N the most options any environment of the evaluation shows (the suggestion trainer's
+    decoding of a tiny model). Records: ``{"id", "dataset", "success", "turns", "answers", "outcomes"}``.
+    """
+
+    SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answers", "outcomes", "success"]
+
+    @classmethod
+    def check_config(cls, config, where: str) -> None:
+        _check_environments(config, where)
+
+    def _load(self) -> list:
+        return build_environments(self.config.environments, self.config.hint, self.config.protocol, self.config.skip)
+
+    def _protocol(self) -> str | None:
+        """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
+        return self.config.protocol if any("path" in s for s in self.config.environments or ()) else None
+
+    def suppressed_tokens(self, model, processor) -> list[int] | None:
+        """Every token but the option letters (``answer_letters_only``), over all items (every rank alike)."""
+        if not self.config.answer_letters_only:
+            return None
+        from proactive_rl.data.mcqa import suppressed_tokens
+
+        n_options = max(len(copy.deepcopy(env).reset().options) for env in self.items())
+        return suppressed_tokens(model, getattr(processor, "tokenizer", processor), n_options)
+
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        from proactive_eval.environments import run_environment
+        from proactive_rl.data.mcqa import env_hint
+        from proactive_rl.evaluation.policy import mcqa_answer_fn
+
+        answer = mcqa_answer_fn(model, processor, self.config.max_new_tokens, self.suppressed_tokens(model, processor))
+        records = []
+        for env in self._progress(items, "env"):
+            hint = env_hint(env, self.config.hint)
+            # a fresh copy: an environment is a stateful MDP and the same items are played at every evaluation
+            outcome = run_environment(copy.deepcopy(env), lambda observation, hint=hint: answer(observation, hint))
+            records.append(
+                {
+                    "id": outcome.id,
+                    "dataset": getattr(env, "dataset", ""),
+                    "success": bool(outcome.success),
+                    "turns": int(outcome.turns),
+                    "answers": list(outcome.answers),
+                    "outcomes": list(getattr(outcome, "outcomes", [])),
+                }
+            )
+        return records
+
+    def score(self, records, out_dir, plots=True) -> Scored:
+        from proactive_eval.environments import proactivebench_summary
+        from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
+        from proactive_eval.predictions import atomic_write_text
+
+        summary = dict(proactivebench_summary(records))
+        groups: dict[str, list[dict]] = {}
+        for r in records:
+            groups.setdefault(r["dataset"] or "all", []).append(r)
+        summary["groups"] = {g: proactivebench_summary(rs) for g, rs in sorted(groups.items())}
+        report = mcqa_results(records, self._protocol(), self.config.skip)
+        summary["protocol"] = report["protocol"]  # which benchmark, and the samples scored per dataset
+        metrics = {"acc": float(summary["acc"]), "ps": float(summary["ps"])}
+        if len(groups) > 1:
+            for g, s in summary["groups"].items():
+                metrics[f"{g}/acc"] = float(s["acc"])
+        samples = [
+            [self.name, r["id"], r["dataset"], " | ".join(r["answers"]), " | ".join(r["outcomes"]), r["success"]]
+            for r in records[: self.log_samples]
+        ]
+        scored = Scored(metrics, summary, samples)
+        if out_dir is not None:
+            path = out_dir / "outcomes.jsonl"
+            atomic_write_text(path, _jsonl(records))
+            atomic_write_text(out_dir / "report.md", mcqa_markdown(report, f"MCQA: {self.name}"))
+            scored.files = {"outcomes": str(path), "report": str(out_dir / "report.md")}
+        return scored
+
+
+@register_evaluator("oeg")
+class OEGEvaluator(Evaluator):
+    """ProactiveBench open-ended generation (docs/spec.md §6; ProactiveBench §3.1, App. B, Tables 8-9): one
+    free-form answer per environment, to its first image and its question without options (`proactive_eval.oeg`), judged against
+    the valid answers; ``agg`` / ``acc`` (category) / ``ps`` are rates × 100, overall and per dataset."""
+
+    SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answer", "valid_answers", "judge", "aggregate"]
+
+    @classmethod
+    def check_config(cls, config, where: str) -> None:
+        _check_environments(config, where)
+        if config.answer_letters_only:
+            raise ValueError(f"{where}.answer_letters_only: for mcqa evaluators only (an OEG answer is free-form)")
+
+    def _load(self) -> list:
+        return build_environments(self.config.environments, protocol=self.config.protocol, skip=self.config.skip)
+
+    def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        from proactive_eval.oeg import oeg_question, oeg_valid_answers
+        from proactive_rl.evaluation.policy import image_answer_fn, observation_image
+
+        answer = image_answer_fn(model, processor, self.config.max_new_tokens)
+        records = []
+        for env in self._progress(items, "env"):
+            valid = oeg_valid_answers(env)
+            observation = env.reset()
+            prompt = oeg_question(observation.prompt, self.config.hint)
+            text = answer(observation_image(observation), prompt)
+            records.append(
+                {"id": env.id, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
+            )
+        return records
+
+    def score(self, records, out_dir, plots=True) -> Scored:
+        from proactive_eval.formats.proactivebench_protocol import protocol_line, protocol_summary
+        from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
+        from proactive_eval.metrics import oeg_judgment, oeg_summary
+        from proactive_eval.predictions import atomic_write_text
+
+        if out_dir is not None:  # written before judging: a judge that is down must not lose what the model said
+            atomic_write_text(out_dir / "predictions.jsonl", _jsonl(records))
+        judge = make_judge(self.config.judge, system_prompt=OEG_SYSTEM_PROMPT)
+        prompts = [oeg_prompt(r["prompt"], r["valid_answers"], r["answer"]) for r in records]
+        raw = judge.complete_many(prompts, progress=self.progress)
+        rows = [{**r, "judge": j, **oeg_judgment(j, r["valid_answers"], r["dataset"])} for r, j in zip(records, raw)]
+        groups: dict[str, list[dict]] = {}
+        for row in rows:
+            groups.setdefault(row["dataset"], []).append(row)
+        summary = {**oeg_summary(rows), "groups": {g: oeg_summary(rs) for g, rs in sorted(groups.items())}}
+        counts = {g: s["n"] for g, s in summary["groups"].items()}
+        summary["protocol"] = protocol_summary(self.config.protocol, counts, self.config.skip)
+        summary["judge_stats"] = judge.stats.as_dict()
+        keys = ("agg", "acc", "ps")
+        metrics = {k: float(summary[k]) for k in keys}
+        if len(groups) > 1:
+            metrics.update({f"{g}/{k}": float(s[k]) for g, s in summary["groups"].items() for k in keys})
+        columns = self.SAMPLE_COLUMNS[1:]
+        samples = [[self.name] + [r[c] for c in columns] for r in rows[: self.log_samples]]
+        scored = Scored(metrics, summary, samples)
+        if out_dir is not None:
+            atomic_write_text(out_dir / "judgments.jsonl", _jsonl(rows))
+            table = ["| dataset | n | agg | acc | ps |", "|---|---|---|---|---|"]
+            table += [
+                f"| {g} | {s['n']} | {s['agg']:.1f} | {s['acc']:.1f} | {s['ps']:.1f} |"
+                for g, s in summary["groups"].items()
+            ]
+            head = f"# OEG: {self.name}\n\n{protocol_line(summary['protocol'])}\n\n"
+            atomic_write_text(out_dir / "report.md", head + "\n".join(table) + "\n")
+            names = {"predictions": "predictions.jsonl", "judgments": "judgments.jsonl", "report": "report.md"}
+            scored.files = {k: str(out_dir / f) for k, f in names.items()}
+        return scored
