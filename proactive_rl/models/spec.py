@@ -55,7 +55,7 @@ def parse_tiny_spec(name: str) -> tuple[str, str] | None:
     """
     if not name.startswith(TINY_PREFIX):
         return None
-    parts = [p for p in name[len(TINY_PREFIX) :].split(":")]
+    parts = name[len(TINY_PREFIX) :].split(":")
     arch = parts[0] if parts and parts[0] else TINY_DEFAULTS[0]
     size = parts[1] if len(parts) > 1 and parts[1] else TINY_DEFAULTS[1]
     return arch, size
