@@ -36,8 +36,10 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# `make demo SEEDS=3`: seeds 0..2 (demo_out/seed<k>) and a mean ± sd table in demo_out/report/seeds.md.
+SEEDS ?= 1
 demo: install
-	$(PY) -m proactive_rl.cli demo --out demo_out
+	$(PY) -m proactive_rl.cli demo --out demo_out $(if $(filter-out 1,$(SEEDS)),--seeds $(SEEDS))
 
 demo-quick: install
 	$(PY) -m proactive_rl.cli demo --quick --out demo_out_quick

@@ -52,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="model, data and training seed (default: 0)")
     parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="run the demo for seeds 0..N-1 (in <out>/seed<k>) and write a mean ± sd table to <out>/report/seeds.md",
+    )
+    parser.add_argument(
         "--stages",
         default=",".join(k for k, *_ in STAGES[1:]),
         help="training stages to run, comma-separated from sft,grpo_streaming,grpo_suggestion (default: all)",
@@ -88,6 +94,7 @@ def run_demo(
 ) -> dict[str, Any]:
     """Run the demo; returns ``{"stages": [...], "wall_s", "report": {...}}`` (also written to
     ``<out>/demo_results.json``)."""
+    from proactive_rl.demo.checks import checks_markdown, directions
     from proactive_rl.demo.evaluation import evaluate_stage
     from proactive_rl.demo.report import console_table, write_report
     from proactive_rl.demo.stages import StageSkipped, build_model, generate_data, say, train_stage
@@ -155,17 +162,21 @@ def run_demo(
         "wall_s": wall,
         "command": command,
     }
-    files = write_report(out, results, _timeline_episodes(data), meta)
+    checks = directions(results, settings.sft_tasks)
+    files = write_report(out, results, _timeline_episodes(data), meta, checks_markdown(checks))
     summary = {
         "stages": [{k: v for k, v in s.items() if k != "predictions"} for s in results],
         "settings": settings.as_dict(),
         **meta,
         "report": {k: str(v) for k, v in files.items()},
+        "directions": [{"direction": n, "holds": ok, "values": d} for n, ok, d in checks],
     }
     (out / "demo_results.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     print()
     print(console_table(results))
     print()
+    for name, ok, detail in checks:
+        print(f"  {'ok ' if ok else 'NO ' if ok is False else '-- '} {name}: {detail}")
     say(f"total wall time {wall:.0f} s; report: {files['markdown']}")
     return summary
 
@@ -197,6 +208,45 @@ def run(args: argparse.Namespace) -> int:
     )
     if chosen != tuple(valid):
         command += f" --stages {','.join(chosen)}"
+    if args.seeds > 1:
+        return _run_seeds(args, settings, chosen, command + f" --seeds {args.seeds}")
     summary = run_demo(args.out, settings, chosen, progress=not args.no_progress, command=command)
     ran = [s for s in summary["stages"] if s["key"] == "untrained" or s["key"] in chosen]
     return 0 if all(s["status"] == "ok" for s in ran) else 1
+
+
+def _run_seeds(args: argparse.Namespace, settings: DemoSettings, chosen: tuple[str, ...], command: str) -> int:
+    """``--seeds N``: the demo for seeds 0..N-1 in ``<out>/seed<k>``, then ``<out>/report/seeds.md``."""
+    from dataclasses import replace
+
+    from proactive_rl.demo.seeds import directions_table, seeds_table, write_seeds_report
+    from proactive_rl.demo.stages import say
+
+    start, runs, ok = time.perf_counter(), {}, True
+    for seed in range(args.seeds):
+        say(f"seed {seed} of 0..{args.seeds - 1} -> {Path(args.out) / f'seed{seed}'}")
+        summary = run_demo(
+            Path(args.out) / f"seed{seed}",
+            replace(settings, seed=seed),
+            chosen,
+            progress=not args.no_progress,
+            command=command.replace(f" --seeds {args.seeds}", "") + f" --seed {seed} (one of --seeds {args.seeds})",
+        )
+        runs[seed] = summary["stages"]
+        ok = ok and all(
+            s["status"] == "ok" for s in summary["stages"] if s["key"] == "untrained" or s["key"] in chosen
+        )
+    meta = {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs, Python {platform.python_version()}",
+        "wall_s": time.perf_counter() - start,
+        "command": command,
+    }
+    path = write_seeds_report(Path(args.out), runs, settings.sft_tasks, meta)
+    print()
+    print(seeds_table(runs))
+    print()
+    print(directions_table(runs, settings.sft_tasks))
+    print()
+    say(f"{args.seeds} seeds in {meta['wall_s']:.0f} s; report: {path}")
+    return 0 if ok else 1

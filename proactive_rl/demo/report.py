@@ -155,7 +155,7 @@ def plot_timeline(episode, stages: list[dict[str, Any]], path: Path) -> Path:
 
 
 def write_report(
-    out: Path, stages: list[dict[str, Any]], timeline_episodes: list, meta: dict[str, Any]
+    out: Path, stages: list[dict[str, Any]], timeline_episodes: list, meta: dict[str, Any], checks: str = ""
 ) -> dict[str, Path]:
     """``<out>/report/``: ``README.md`` (table, timings, what each stage ran), ``metrics_by_stage.png``,
     ``timeline_<id>.png``; the per-stage evaluation reports stay in ``<out>/eval/<stage>/``."""
@@ -175,6 +175,7 @@ def write_report(
         "",
         markdown_table(stages),
         "",
+        *(["What the demo should show (`proactive_rl/demo/checks.py`):", "", checks, ""] if checks else []),
         "| stage | what ran | train s | eval s |",
         "|---|---|---|---|",
     ]

@@ -60,6 +60,9 @@ class DemoSettings:
             accident), so the demo trains accident, the task of the streaming GRPO stage, and keeps compositional
             in the table as an untrained task.
         grpo_tasks (`tuple`): the tasks streaming GRPO rolls out on (train split).
+        replay_tasks (`tuple`): the streaming tasks whose training episodes the suggestion stage replays
+            (``replay_mixture`` of ``recipes/tiny/grpo_suggestion.yaml``; `proactive_rl.grpo.suggestion.replay`), so
+            that the final model keeps the streaming skills; empty: no replay.
         sft (`dict`): overrides of ``recipes/tiny/sft.yaml``.
         grpo_streaming (`dict`): overrides of ``recipes/tiny/grpo_streaming.yaml``.
         grpo_suggestion (`dict`): overrides of ``recipes/tiny/grpo_suggestion.yaml``.
@@ -80,6 +83,7 @@ class DemoSettings:
     prs_tasks: tuple = ("accident", "compositional")
     sft_tasks: tuple = ("accident",)
     grpo_tasks: tuple = ("accident",)
+    replay_tasks: tuple = ()
     sft: dict[str, Any] = field(default_factory=dict)
     grpo_streaming: dict[str, Any] = field(default_factory=dict)
     grpo_suggestion: dict[str, Any] = field(default_factory=dict)

@@ -197,9 +197,12 @@ def grpo_streaming_overrides(settings: DemoSettings, data: Path, model: Path) ->
 
 def grpo_suggestion_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
     """The recipe's own (synthetic, in-memory) training environments, which its warm start needs; held-out play is
-    the demo's evaluation on the exported test split (same kinds and knobs, other seeds), not the trainer's."""
+    the demo's evaluation on the exported test split (same kinds and knobs, other seeds), not the trainer's. The
+    streaming training episodes of ``settings.replay_tasks`` are replayed (`proactive_rl.grpo.suggestion.replay`)."""
+    replay = [{"source": str(task_file(data, "train", t))} for t in settings.replay_tasks]
     return {
         "model_name_or_path": str(model),
+        "replay_mixture": replay or None,
         "eval_environments": None,
         "eval_before": False,
         "seed": settings.seed,

@@ -180,6 +180,11 @@ class SuggestionScriptArguments:
             the suggestion option (teaches which option it is, not when to use it).
         warm_start_states (`str`, *optional*, defaults to `"reference"`): warm-start rows from the reference images
             only, or from ``"all"`` states with the correct category as target (each state's best guess).
+        replay_mixture (`list`, *optional*): streaming episodes (a dataset mixture, docs/spec.md §1) replayed at every
+            warm-start and GRPO step as a distillation term towards the starting model
+            (`proactive_rl.grpo.suggestion.replay`), so a streaming assistant keeps its streaming skills.
+        replay_coef (`float`, *optional*, defaults to `1.0`): weight ``c`` of that term.
+        replay_batch_size (`int`, *optional*, defaults to `2`): dialogues per replay batch.
         eval_before (`bool`, *optional*, defaults to `True`): also play the held-out environments before training.
         eval_callback (`dict`, *optional*): evaluators run on the live model while training (on save / every N
             steps), as in SFT: `proactive_rl.evaluation.EvalCallbackConfig`.
@@ -198,6 +203,9 @@ class SuggestionScriptArguments:
     warm_start_lr: float = field(default=3e-3, metadata={"help": "Warm-start learning rate."})
     warm_start_suggest_rate: float = field(default=0.1, metadata={"help": "Warm-start rows targeting the suggestion."})
     warm_start_states: str = field(default="reference", metadata={"help": "reference or all."})
+    replay_mixture: Any = field(default=None, metadata={"help": "Streaming episodes replayed (distilled) each step."})
+    replay_coef: float = field(default=1.0, metadata={"help": "Weight of the streaming replay term."})
+    replay_batch_size: int = field(default=2, metadata={"help": "Dialogues per replay batch."})
     eval_before: bool = field(default=True, metadata={"help": "Evaluate the held-out environments before training."})
     # evaluators run while training: a mapping, see `proactive_rl.evaluation.EvalCallbackConfig`.
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
@@ -221,6 +229,12 @@ class SuggestionScriptArguments:
         if self.reward_on_error not in ON_ERROR:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
         self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded
+        if self.replay_mixture is not None:
+            from proactive_rl.data import parse_mixture
+
+            self.replay_mixture = parse_mixture(self.replay_mixture, "replay_mixture")
+            if not self.replay_coef >= 0:
+                raise ValueError(f"replay_coef: expected a number >= 0, got {self.replay_coef!r}")
         # r_p itself is checked by the reward factory (finite number) when the reward is built.
 
 
@@ -323,6 +337,13 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
     check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
     resolve_generation_backend(script_args.generation_backend, training_args)
     model, processor = load_policy(model_args, seed=training_args.seed)
+    replay = None
+    if script_args.replay_mixture:
+        from proactive_rl.grpo.suggestion.replay import StreamingReplay
+
+        replay = StreamingReplay(
+            model, processor, script_args.replay_mixture, script_args.replay_batch_size, seed=training_args.seed
+        )
     if script_args.warm_start_steps > 0:
         from proactive_rl.grpo.suggestion.warm_start import warm_start
 
@@ -338,6 +359,8 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
             suggest_rate=script_args.warm_start_suggest_rate,
             seed=training_args.seed,
             states=script_args.warm_start_states,
+            replay=replay,
+            replay_coef=script_args.replay_coef,
         )
     rows = build_rows(script_args.environments, script_args.hint)
     logger.info("training rows (single-turn environment states): %d", len(rows))
@@ -357,7 +380,7 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
         check = getattr(getattr(reward, "fn", reward), "check_columns", None)
         if check is not None:
             check(dataset.column_names)
-    trainer = GRPOTrainer(
+    trainer = (GRPOTrainer if replay is None else replay_trainer(replay, script_args.replay_coef))(
         model=model,
         reward_funcs=reward_funcs,
         args=training_args,
@@ -369,6 +392,20 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
     trainer.suppress_tokens = suppress
     trainer.generation_backend = "vllm" if training_args.use_vllm else "transformers"
     return trainer
+
+
+def replay_trainer(replay, coef: float):
+    """`trl.GRPOTrainer` whose loss adds the streaming replay term (`proactive_rl.grpo.suggestion.replay`)."""
+    from trl import GRPOTrainer
+
+    class ReplayGRPOTrainer(GRPOTrainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            term = replay.loss(model)
+            self._metrics["train"]["replay_kl"].append(term.item())
+            return loss + coef * term
+
+    return ReplayGRPOTrainer
 
 
 def _evaluate_trainer(trainer, script_args: SuggestionScriptArguments, max_new_tokens: int, when: str) -> dict | None:

@@ -116,6 +116,8 @@ def warm_start(
     suggest_rate: float = 0.1,
     seed: int = 0,
     states: str = "reference",
+    replay=None,
+    replay_coef: float = 1.0,
 ) -> list[float]:
     """Train `model` in place on the reference images of `environments` (module docstring); returns the losses.
 
@@ -129,6 +131,8 @@ def warm_start(
         suggest_rate (`float`, *optional*, defaults to `0.1`): fraction of rows whose target is the suggestion option.
         seed (`int`, *optional*, defaults to `0`): row sampling seed.
         states (`str`, *optional*, defaults to `"reference"`): which states give rows (`warm_start_rows`).
+        replay (*optional*): a `StreamingReplay` whose term, times `replay_coef`, is added at every step.
+        replay_coef (`float`, *optional*, defaults to `1.0`): its weight.
     """
     import torch
 
@@ -153,6 +157,8 @@ def warm_start(
         # Letters beyond a row's options cannot be sampled there either (suppress_tokens at generation).
         logits = logits.masked_fill(torch.arange(n_max, device=logits.device)[None] >= n_options[:, None], -1e9)
         loss = torch.nn.functional.cross_entropy(logits, targets.to(logits.device))
+        if replay is not None:
+            loss = loss + replay_coef * replay.loss(model)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

@@ -1,0 +1,77 @@
+"""``proactive-rl demo --seeds N`` (``make demo SEEDS=N``): the demo for seeds 0..N-1 and a mean ± sd table.
+
+Each seed is a whole demo run (its own tiny-model init, synthetic world and training seeds) in ``<out>/seed<k>``
+(reused on a second run like any demo folder); ``<out>/report/seeds.md`` holds the mean ± sample sd of every cell
+of the table over the seeds, and which of the demo's directions (`proactive_rl.demo.checks`) hold in which seed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from proactive_rl.demo.checks import directions
+from proactive_rl.demo.report import columns
+
+
+def mean_sd(values: list[float]) -> str:
+    """``"m ± sd"`` (sample sd; ``± 0.00`` for one value)."""
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.2f} ± {sd:.2f}"
+
+
+def seeds_table(runs: dict[int, list[dict[str, Any]]]) -> str:
+    """Markdown: one row per stage, each cell the mean ± sd over the seeds where that stage ran."""
+    first = next(iter(runs.values()))
+    cols = columns(first)
+    lines = ["| stage | " + " | ".join(n for n, _ in cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for i, stage in enumerate(first):
+        cells = []
+        for _, key in cols:
+            values = [
+                r[i]["metrics"][key]
+                for r in runs.values()
+                if r[i].get("metrics") and r[i]["metrics"].get(key) is not None
+            ]
+            cells.append(mean_sd(values) if values else "–")
+        lines.append(f"| {stage['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def directions_table(runs: dict[int, list[dict[str, Any]]], trained_tasks: tuple[str, ...]) -> str:
+    """Markdown: one row per direction, one column per seed (yes / **no** / not run)."""
+    per_seed = {seed: directions(stages, trained_tasks) for seed, stages in runs.items()}
+    mark = {True: "yes", False: "**no**", None: "not run"}
+    seeds = list(per_seed)
+    lines = ["| direction | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|" + "---|" * (len(seeds) + 1)]
+    for j, (name, _, _) in enumerate(per_seed[seeds[0]]):
+        cells = [f"{mark[per_seed[s][j][1]]} ({per_seed[s][j][2]})" for s in seeds]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained_tasks, meta: dict[str, Any]) -> Path:
+    """``<out>/report/seeds.md``: the mean ± sd table and the directions per seed (module docstring)."""
+    path = out / "report" / "seeds.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    seeds = ", ".join(str(s) for s in runs)
+    text = "\n".join(
+        [
+            f"# proactive-rl demo over seeds {seeds}",
+            "",
+            f"Run {meta['date']} on {meta['machine']}; total wall time {meta['wall_s']:.0f} s. Command: `{meta['command']}`",
+            "",
+            f"Held-out scores after each stage, mean ± sd over {len(runs)} seeds (each seed: its own model init, "
+            "synthetic world and training; per-seed reports in `seed<k>/report/`).",
+            "",
+            seeds_table(runs),
+            "",
+            "Which directions hold in which seed (values: this stage vs the one compared):",
+            "",
+            directions_table(runs, trained_tasks),
+            "",
+        ]
+    )
+    path.write_text(text)
+    return path

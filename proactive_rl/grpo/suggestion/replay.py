@@ -1,0 +1,79 @@
+"""Streaming replay for the suggestion stage: keep a streaming assistant's skills while it learns to ask for help.
+
+The suggestion stage (warm start, then GRPO) trains every weight on single-image MCQA prompts; started from a
+streaming model (SFT + streaming GRPO, docs/spec.md §3, §7) it forgets when to speak and what to say. Replay adds,
+at every optimizer step, a distillation term on a batch of streaming dialogues (the training episodes of the
+earlier stages): the KL divergence from the *starting* model's next-token distribution to the current one, at
+every assistant position of the dialogue (the ``</Silence>`` / ``</Response>`` decision and the response words):
+
+    L = L_stage + c · (1/|A|) Σ_{i∈A} KL(p_ref(· | x_<i) ‖ p_θ(· | x_<i))
+
+with ``A`` the supervised (assistant) positions and ``c`` = ``replay_coef``. Distilling the starting model (rather
+than cross-entropy on the dialogues' targets) keeps its calibrated state-token decision as the earlier stages left
+it, without re-deriving the focal balancing of docs/spec.md §3 (silence outnumbers responses).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+class StreamingReplay:
+    """A frozen copy of the starting model and the encoded replay dialogues; ``loss(model)`` is the replay term.
+
+    Args:
+        model: the policy before the stage trains it (copied and frozen here as the reference).
+        processor: its processor (the tokenizer must hold the state tokens: a streaming checkpoint does).
+        sources (`list`): a dataset mixture (`proactive_rl.data.parse_mixture`) of streaming episodes.
+        batch_size (`int`, *optional*, defaults to `2`): dialogues per replay batch.
+        seed (`int`, *optional*, defaults to `0`): batch sampling seed.
+        max_length (`int`, *optional*, defaults to `1024`): longest dialogue in tokens (early frames dropped).
+    """
+
+    def __init__(self, model, processor, sources: list, batch_size: int = 2, seed: int = 0, max_length: int = 1024):
+        from proactive_rl.chat import build_messages, encode_dialogue
+        from proactive_rl.data import EpisodeCollator, load_mixture, prepare_examples
+        from proactive_rl.data.frames import frames_of
+
+        if batch_size < 1:
+            raise ValueError(f"replay_batch_size: expected >= 1, got {batch_size}")
+        tokenizer = getattr(processor, "tokenizer", processor)
+
+        def encode(episode):
+            return encode_dialogue(
+                processor, build_messages(episode, frames_of(episode)), max_length, episode_id=episode.id
+            )
+
+        episodes, _ = load_mixture(sources)
+        self.examples = prepare_examples(episodes, encode, max_length=max_length).examples
+        self.collate = EpisodeCollator(self.examples, tokenizer.pad_token_id)
+        self.reference = copy.deepcopy(model).eval()
+        for p in self.reference.parameters():
+            p.requires_grad_(False)
+        self.batch_size = min(batch_size, len(self.examples))
+        self.rng = random.Random(seed)
+        logger.info("streaming replay: %d dialogues, %d per step", len(self.examples), self.batch_size)
+
+    def batch(self) -> dict[str, Any]:
+        return self.collate(self.rng.sample(self.examples, self.batch_size))
+
+    def loss(self, model):
+        """Mean KL(reference ‖ model) over the assistant positions of one replay batch (module docstring)."""
+        import torch
+        import torch.nn.functional as F
+
+        batch = self.batch()
+        labels = batch.pop("labels")
+        device = next(model.parameters()).device
+        batch = {k: v.to(device) for k, v in batch.items()}
+        # position i predicts token i + 1: keep the positions whose next token is supervised
+        mask = (labels[:, 1:] != -100).to(device)
+        with torch.no_grad():
+            ref = F.log_softmax(self.reference(**batch).logits[:, :-1][mask].float(), dim=-1)
+        cur = F.log_softmax(model(**batch).logits[:, :-1][mask].float(), dim=-1)
+        return (ref.exp() * (ref - cur)).sum(-1).mean()
