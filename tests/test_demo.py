@@ -150,3 +150,66 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     stages.generate_data(tmp_path, settings, progress=False)
     again = capsys.readouterr().out
     assert "reusing the tiny model and tokenizer" in again and "reusing the synthetic world" in again
+
+
+def _stage(key, **metrics):
+    return {"key": key, "name": key, "status": "ok", "metrics": metrics}
+
+
+RUN = [
+    _stage(
+        "untrained",
+        **{"accident/prs_b": 0.0, "pvqa_free/prs_b": 0.0, "prs_u": 0.0, "prs_b": 0.0, "pauc": 25.0, "acc": 20.0},
+    ),
+    _stage(
+        "sft",
+        **{"accident/prs_b": 80.0, "pvqa_free/prs_b": 0.0, "prs_u": 10.0, "prs_b": 40.0, "pauc": 30.0, "acc": 30.0},
+    ),
+    _stage(
+        "grpo_streaming",
+        **{"accident/prs_b": 84.0, "pvqa_free/prs_b": 2.0, "prs_u": 4.0, "prs_b": 43.0, "pauc": 30.0, "acc": 25.0},
+    ),
+    _stage(
+        "grpo_suggestion",
+        **{"accident/prs_b": 75.0, "pvqa_free/prs_b": 2.0, "prs_u": 4.0, "prs_b": 38.5, "pauc": 27.0, "acc": 35.0},
+    ),
+]
+
+
+def test_directions_hand_checked():
+    from proactive_rl.demo.checks import directions
+
+    got = {name: ok for name, ok, _ in directions(RUN, trained_tasks=("accident",))}
+    assert got == {
+        "SFT > untrained on accident PRS-B": True,  # 80 > 0; pvqa_free is not trained, so not checked
+        "SFT > untrained on PAUC": True,  # 30 > 25
+        "streaming GRPO >= SFT on PRS-B": True,  # 43 >= 40
+        "streaming GRPO PRS-U >= SFT - 5": False,  # 4 < 10 - 5
+        "suggestion GRPO > SFT on MCQA acc": True,  # 35 > 30
+        "final keeps accident PRS-B >= 0.9 x streaming GRPO": False,  # 75 < 75.6
+        "final keeps pvqa_free PRS-B >= 0.9 x streaming GRPO": True,  # 2 >= 1.8
+        "final keeps PAUC >= 0.9 x streaming GRPO": True,  # 27 >= 27
+    }
+    missing = directions(RUN[:2], trained_tasks=("accident",))
+    assert [ok for name, ok, _ in missing if name.startswith("streaming GRPO")] == [None, None]
+
+
+def test_seeds_table_mean_and_sample_sd_hand_checked():
+    from proactive_rl.demo.seeds import directions_table, mean_sd, seeds_table
+
+    assert mean_sd([1.0, 2.0, 3.0]) == "2.00 ± 1.00" and mean_sd([5.0]) == "5.00 ± 0.00"
+    other = [dict(s, metrics={**s["metrics"], "acc": s["metrics"]["acc"] + 10.0}) for s in RUN]
+    table = seeds_table({0: RUN, 1: other}).splitlines()
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    sft = [c.strip() for c in table[3].strip("|").split("|")]
+    # acc 30 and 40: mean 35, sample sd sqrt(((30-35)^2 + (40-35)^2) / 1) = 7.07
+    assert sft[0] == "sft" and sft[header.index("MCQA acc")] == "35.00 ± 7.07"
+    text = directions_table({0: RUN, 1: other}, ("accident",))
+    assert "| seed 0 | seed 1 |" in text and "**no** (75.0 vs 84.0)" in text
+
+
+def test_cli_parses_seeds():
+    from proactive_rl.cli import build_parser
+
+    assert build_parser().parse_args(["demo", "--seeds", "3"]).seeds == 3
+    assert build_parser().parse_args(["demo"]).seeds == 1

@@ -14,6 +14,8 @@ from typing import Any
 # (docs/spec.md §5), the others with PRS (docs/spec.md §4).
 TASKS = ("accident", "atomic", "compositional")
 PAUC_TASK = "pvqa"
+# The streaming tasks every stage trains and the table scores: one of each kind of the PRS tasks (docs/spec.md §10).
+STREAMING_TASKS = ("accident", "atomic", "compositional")
 # The ask-for-help environments: the kind and difficulty knobs of the tiny suggestion recipe's training environments
 # (read from recipes/tiny/grpo_suggestion.yaml, so the held-out split the demo writes always matches what that stage
 # trains on): the "merge" corruption, whose states have an exact best-guess accuracy, so that a randomly initialised
@@ -55,10 +57,11 @@ class DemoSettings:
         prs_max_new_tokens (`int`): longest assistant turn when evaluating PRS (``</Response> Warning`` is 2 tokens;
             an untrained model never stops early, so this bounds its evaluation time).
         prs_tasks (`tuple`): the tasks scored with PRS-U / PRS-B at each stage (test split).
-        sft_tasks (`tuple`): the tasks focal SFT trains on (train split). The xs model learns one streaming task
-            well in a CPU-minute but not several (with accident + compositional it learns compositional and loses
-            accident), so the demo trains accident, the task of the streaming GRPO stage, and keeps compositional
-            in the table as an untrained task.
+        sft_tasks (`tuple`): the tasks focal SFT trains on (train split): every streaming task of the table and
+            `pvqa` (free-text answers, scored with PAUC). With the vision tower frozen (the P³I setting) the xs
+            model learned one of them (compositional) and lost the others; trained with the rest of the model
+            (``sft.freeze_vision_tower: false``, 600 steps) it learns all four (benchmarks/RESULTS.md, "multi-skill
+            demo").
         grpo_tasks (`tuple`): the tasks streaming GRPO rolls out on (train split).
         replay_tasks (`tuple`): the streaming tasks whose training episodes the suggestion stage replays
             (``replay_mixture`` of ``recipes/tiny/grpo_suggestion.yaml``; `proactive_rl.grpo.suggestion.replay`), so
@@ -71,20 +74,20 @@ class DemoSettings:
     arch: str = "qwen2_5_vl"
     size: str = "xs"
     seed: int = 0
-    episodes_per_task: int = 60
+    episodes_per_task: int = 100
     envs_per_kind: int = 100
     fractions: tuple = (0.7, 0.1, 0.2)
     duration: tuple = (10, 14)
-    eval_episodes: int = 5
-    eval_pauc_episodes: int = 4
-    eval_envs: int = 16
+    eval_episodes: int = 10
+    eval_pauc_episodes: int = 8
+    eval_envs: int = 20
     max_new_tokens: int = 8
     prs_max_new_tokens: int = 4
-    prs_tasks: tuple = ("accident", "compositional")
-    sft_tasks: tuple = ("accident",)
-    grpo_tasks: tuple = ("accident",)
-    replay_tasks: tuple = ()
-    sft: dict[str, Any] = field(default_factory=dict)
+    prs_tasks: tuple = STREAMING_TASKS
+    sft_tasks: tuple = (*STREAMING_TASKS, PAUC_TASK)
+    grpo_tasks: tuple = STREAMING_TASKS
+    replay_tasks: tuple = (*STREAMING_TASKS, PAUC_TASK)
+    sft: dict[str, Any] = field(default_factory=lambda: {"max_steps": 600, "freeze_vision_tower": False})
     grpo_streaming: dict[str, Any] = field(default_factory=dict)
     grpo_suggestion: dict[str, Any] = field(default_factory=dict)
 
@@ -114,7 +117,7 @@ def quick(settings: DemoSettings | None = None) -> DemoSettings:
         eval_envs=3,
         max_new_tokens=6,
         prs_max_new_tokens=3,
-        sft={"max_steps": 12},
+        sft={**(settings or DemoSettings()).sft, "max_steps": 12},
         grpo_streaming={"max_steps": 2, "per_device_train_batch_size": 4},
         grpo_suggestion={"max_steps": 2, "warm_start_steps": 10},
     )
