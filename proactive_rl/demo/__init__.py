@@ -3,11 +3,14 @@
 1. build the tiny model (reused from ``<out>/model`` when built before with the same settings);
 2. write the synthetic world to files (``<out>/data``: mp4 + episodes JSON + environment JSONL; reused);
 3. evaluate the untrained model: streaming PRS-U / PRS-B per task, PAUC (rule judge), MCQA acc / ps;
-4. focal SFT (``recipes/tiny/sft.yaml``), evaluate;
-5. multi-turn streaming GRPO from the SFT model (``recipes/tiny/grpo_streaming.yaml``), evaluate;
-6. proactive-suggestion GRPO on the ask-for-help environments (``recipes/tiny/grpo_suggestion.yaml``), evaluate;
+4. focal SFT (``recipes/tiny/sft.yaml``) on the multi-task mixture (accident, atomic, compositional, pvqa), evaluate;
+5. multi-turn streaming GRPO from the SFT model (``recipes/tiny/grpo_streaming.yaml``) on the three streaming
+   tasks, evaluate;
+6. proactive-suggestion GRPO on the ask-for-help environments (``recipes/tiny/grpo_suggestion.yaml``) with the
+   streaming training episodes replayed (`proactive_rl.grpo.suggestion.replay`), evaluate: the final model;
 
-then prints the before/after table and writes ``<out>/report/`` (the table in markdown, a metric-by-stage chart,
+then prints the before/after table and which of the expected directions hold (`proactive_rl.demo.checks`), and
+writes ``<out>/report/`` (the table in markdown, a metric-by-stage chart,
 episode timelines). A stage whose code is missing or that fails is reported in the table as ``not run: <reason>`` /
 ``failed: <error>`` and the demo goes on with the stages that do not need it. ``--quick`` is a smoke run.
 """
@@ -32,14 +35,19 @@ __all__ = ["DemoSettings", "add_arguments", "quick", "run", "run_demo"]
 STAGES = [
     # (key, table name, trainer stage or None, what it runs)
     ("untrained", "untrained", None, "tiny model, random init"),
-    ("sft", "SFT", "sft", "focal SFT (recipes/tiny/sft.yaml)"),
+    ("sft", "SFT", "sft", "focal SFT on the multi-task mixture (recipes/tiny/sft.yaml)"),
     (
         "grpo_streaming",
         "streaming GRPO",
         "grpo_streaming",
         "streaming GRPO from SFT (recipes/tiny/grpo_streaming.yaml)",
     ),
-    ("grpo_suggestion", "suggestion GRPO", "grpo_suggestion", "suggestion GRPO (recipes/tiny/grpo_suggestion.yaml)"),
+    (
+        "grpo_suggestion",
+        "suggestion GRPO",
+        "grpo_suggestion",
+        "suggestion GRPO with streaming replay (recipes/tiny/grpo_suggestion.yaml): the final model",
+    ),
 ]
 
 
