@@ -125,5 +125,5 @@ def quick(settings: DemoSettings | None = None) -> DemoSettings:
             "max_steps": 2,
             "per_device_train_batch_size": 4,
         },
-        grpo_suggestion={"max_steps": 2, "warm_start_steps": 10},
+        grpo_suggestion={**(settings or DemoSettings()).grpo_suggestion, "max_steps": 2, "warm_start_steps": 10},
     )

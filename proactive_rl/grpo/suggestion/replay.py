@@ -6,9 +6,12 @@ at every optimizer step, a distillation term on a batch of streaming dialogues (
 earlier stages): the KL divergence from the *starting* model's next-token distribution to the current one, at
 every assistant position of the dialogue (the ``</Silence>`` / ``</Response>`` decision and the response words):
 
-    L = L_stage + c · (1/|A|) Σ_{i∈A} KL(p_ref(· | x_<i) ‖ p_θ(· | x_<i))
+    L = L_stage + c · ½ [ (1/|S|) Σ_{i∈S} KL_i + (1/|W|) Σ_{i∈W} KL_i ],   KL_i = KL(p_ref(· | x_<i) ‖ p_θ(· | x_<i))
 
-with ``A`` the supervised (assistant) positions and ``c`` = ``replay_coef``. Distilling the starting model (rather
+with ``S`` the supervised positions whose target is a state token (``</Silence>`` / ``</Response>``), ``W`` the
+other supervised positions (the words of the responses) and ``c`` = ``replay_coef``. The two groups weigh the same:
+a dialogue has one state decision per frame but only a few response words, and with a plain mean over positions
+the words (what a count task says, e.g. "1") drift while the silence decisions hold. Distilling the starting model (rather
 than cross-entropy on the dialogues' targets) keeps its calibrated state-token decision as the earlier stages left
 it, without re-deriving the focal balancing of docs/spec.md §3 (silence outnumbers responses).
 """
@@ -36,6 +39,9 @@ class StreamingReplay:
     """
 
     def __init__(self, model, processor, sources: list, batch_size: int = 2, seed: int = 0, max_length: int = 1024):
+        import torch
+
+        from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
         from proactive_rl.chat import build_messages, encode_dialogue
         from proactive_rl.data import EpisodeCollator, load_mixture, prepare_examples
         from proactive_rl.data.frames import frames_of
@@ -55,6 +61,7 @@ class StreamingReplay:
         self.reference = copy.deepcopy(model).eval()
         for p in self.reference.parameters():
             p.requires_grad_(False)
+        self.state_ids = torch.tensor([tokenizer.convert_tokens_to_ids(t) for t in (SILENCE_TOKEN, RESPONSE_TOKEN)])
         self.batch_size = min(batch_size, len(self.examples))
         self.rng = random.Random(seed)
         logger.info("streaming replay: %d dialogues, %d per step", len(self.examples), self.batch_size)
@@ -63,7 +70,8 @@ class StreamingReplay:
         return self.collate(self.rng.sample(self.examples, self.batch_size))
 
     def loss(self, model):
-        """Mean KL(reference ‖ model) over the assistant positions of one replay batch (module docstring)."""
+        """KL(reference ‖ model) over the assistant positions of one replay batch, state and word positions weighing
+        the same (module docstring)."""
         import torch
         import torch.nn.functional as F
 
@@ -72,8 +80,12 @@ class StreamingReplay:
         device = next(model.parameters()).device
         batch = {k: v.to(device) for k, v in batch.items()}
         # position i predicts token i + 1: keep the positions whose next token is supervised
-        mask = (labels[:, 1:] != -100).to(device)
+        targets = labels[:, 1:].to(device)
+        mask = targets != -100
         with torch.no_grad():
             ref = F.log_softmax(self.reference(**batch).logits[:, :-1][mask].float(), dim=-1)
         cur = F.log_softmax(model(**batch).logits[:, :-1][mask].float(), dim=-1)
-        return (ref.exp() * (ref - cur)).sum(-1).mean()
+        kl = (ref.exp() * (ref - cur)).sum(-1)
+        is_state = torch.isin(targets[mask], self.state_ids.to(device))
+        groups = [kl[is_state], kl[~is_state]]
+        return sum(g.mean() for g in groups if g.numel()) / sum(1 for g in groups if g.numel())
