@@ -67,7 +67,8 @@ class DemoSettings:
             SFT model has collapses to PRS-B 0 within 20 steps; at 3e-5 it stays (benchmarks/RESULTS.md).
         replay_tasks (`tuple`): the streaming tasks whose training episodes the suggestion stage replays
             (``replay_mixture`` of ``recipes/tiny/grpo_suggestion.yaml``; `proactive_rl.grpo.suggestion.replay`), so
-            that the final model keeps the streaming skills; empty: no replay.
+            that the final model keeps the streaming skills, with weight ``replay_coef`` 3 (``grpo_suggestion``);
+            empty: no replay (the suggestion stage then forgets every streaming skill: benchmarks/RESULTS.md).
         sft (`dict`): overrides of ``recipes/tiny/sft.yaml``.
         grpo_streaming (`dict`): overrides of ``recipes/tiny/grpo_streaming.yaml``.
         grpo_suggestion (`dict`): overrides of ``recipes/tiny/grpo_suggestion.yaml``.
@@ -91,7 +92,7 @@ class DemoSettings:
     replay_tasks: tuple = (*STREAMING_TASKS, PAUC_TASK)
     sft: dict[str, Any] = field(default_factory=lambda: {"max_steps": 600, "freeze_vision_tower": False})
     grpo_streaming: dict[str, Any] = field(default_factory=lambda: {"learning_rate": 3.0e-5})
-    grpo_suggestion: dict[str, Any] = field(default_factory=dict)
+    grpo_suggestion: dict[str, Any] = field(default_factory=lambda: {"replay_coef": 3.0})
 
     def data_args(self) -> dict[str, Any]:
         """Arguments of `export_dataset` (the manifest of ``<out>/data``: same arguments, same files)."""
