@@ -219,3 +219,25 @@ def test_the_collator_holds_one_batch_and_pickles(exported, processor):
     collator = pickle.loads(pickle.dumps(LazyEpisodeCollator(EpisodeEncoder(processor, 1024), 0)))
     batch = collator(list(episode_rows(episodes)))
     assert batch["input_ids"].shape[0] == 2 and batch["skipped_records"].item() == 0
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_two_ddp_processes_measure_once(tmp_path):
+    """Acceptance 3: under 2-process DDP the main process measures and the second reads its cache."""
+    import os
+    import subprocess
+    import sys
+
+    cmd = [str(Path(sys.executable).parent / "accelerate"), "launch", "--num_processes", "2"]
+    cmd += ["--config_file", "launch/ddp.yaml", "-m", "proactive_rl.sft", "--config", "recipes/tiny/sft.yaml"]
+    cmd += ["--max_steps", "1", "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true"]
+    cmd += ["--per_device_train_batch_size", "2", "--output_dir", str(tmp_path / "out")]
+    cmd += ["--data_cache_dir", str(tmp_path / "cache")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-5000:]
+    assert log.count("data: measured 80 episodes") == 1, log[-5000:]
+    assert log.count("data: 80 measured episodes read from the cache") == 1, log[-5000:]
+    assert len([p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")]) == 1
