@@ -241,3 +241,13 @@ def test_two_ddp_processes_measure_once(tmp_path):
     assert log.count("data: measured 80 episodes") == 1, log[-5000:]
     assert log.count("data: 80 measured episodes read from the cache") == 1, log[-5000:]
     assert len([p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")]) == 1
+
+
+def test_length_grouped_batching_uses_the_measured_lengths(tmp_path):
+    """Opt-in ``train_sampling_strategy: group_by_length`` reads the map's ``length`` column (no re-encoding)."""
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    trainer = build_trainer(*args(tmp_path, "--train_sampling_strategy", "group_by_length"))
+    sampler = trainer._get_train_sampler()
+    assert isinstance(sampler, LengthGroupedSampler)
+    assert sampler.lengths == trainer.train_dataset["length"] and min(sampler.lengths) > 0
