@@ -86,6 +86,20 @@ def run(args: argparse.Namespace) -> int:
     """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
     from accelerate import PartialState
 
+    try:
+        return _run(args)
+    finally:
+        # Under `accelerate launch`, a rank that exits with its gloo/NCCL group alive can abort
+        # ("terminate called without an active exception") while the other rank is still in a collective.
+        state = PartialState()
+        if state.use_distributed:
+            state.wait_for_everyone()
+            state.destroy_process_group()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from accelerate import PartialState
+
     from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config
     from proactive_rl.evaluation.backends import log_results
     from proactive_rl.evaluation.watch import CheckpointWatcher
