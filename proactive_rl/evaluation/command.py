@@ -84,17 +84,11 @@ def load_checkpoint(path: str | Path, dtype: str | None = None):
 
 def run(args: argparse.Namespace) -> int:
     """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
-    from accelerate import PartialState
+    from proactive_rl.evaluation.run import end_process_group
 
-    try:
-        return _run(args)
-    finally:
-        # Under `accelerate launch`, a rank that exits with its gloo/NCCL group alive can abort
-        # ("terminate called without an active exception") while the other rank is still in a collective.
-        state = PartialState()
-        if state.use_distributed:
-            state.wait_for_everyone()
-            state.destroy_process_group()
+    code = _run(args)
+    end_process_group()
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:
