@@ -68,7 +68,7 @@ def state_token_ids(processor) -> list[int]:
 
 
 def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, model_args: ModelConfig):
-    """Model, data (validated and encoded before the first step) and `ProactiveSFTTrainer`, ready to `train()`."""
+    """Model, data (validated before the first step; `data_pipeline` lazy or eager) and `ProactiveSFTTrainer`."""
     from proactive_rl.sft.trainer import ProactiveSFTTrainer
 
     start = time.perf_counter()

@@ -119,11 +119,12 @@ def test_the_map_runs_once_then_every_rank_and_resume_read_the_cache(exported, p
 
 
 def test_resumed_build_reads_the_cache(tmp_path, caplog):
+    """A resumed run builds its trainer again from the same recipe: it reads the measurement, measures nothing."""
     with caplog.at_level(logging.INFO, logger="proactive_rl.data.lazy"):
         build_trainer(*args(tmp_path))
         assert "measured 80 episodes" in caplog.text
         caplog.clear()
-        build_trainer(*args(tmp_path, "--resume_from_checkpoint", "none"))
+        build_trainer(*args(tmp_path))
         assert "measured" not in caplog.text.replace("measured episodes read from the cache", "")
         assert "read from the cache" in caplog.text
 
