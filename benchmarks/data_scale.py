@@ -8,9 +8,8 @@ seconds from its start to the first optimizer step:
   measurement cache (a resume or a second rank);
 - eager (the previous path: every episode decoded and encoded in memory before step 1) at the sizes it can hold.
 
-The N records cycle over ``--videos`` distinct mp4 files (encoding 2,000 videos would dominate the run); every record
-is decoded, validated and encoded on its own by either path, so the work and the memory per record are those of
-N distinct videos. The tiny Qwen2.5-VL processor keeps the recipe's pixel clamp (every frame resized to 56x56, 4
+Every record has its own mp4 file (2,000 files of ~17 KB, ~0.2 s each to write); ``--videos K`` makes the records
+cycle over K files instead, for a quicker run (each record is still probed, decoded and encoded on its own). The tiny Qwen2.5-VL processor keeps the recipe's pixel clamp (every frame resized to 56x56, 4
 vision tokens), so the eager path's memory per clip is ~2 MiB of pixels instead of the 155 MiB of a full-size
 processor: its growth with N is the point, not its level.
 
@@ -37,13 +36,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 def make_videos(folder: Path, count: int, seconds: int = 30, size=(360, 640)) -> list[str]:
     """`count` mp4 files of `seconds` frames at 1 FPS: a moving block over a gradient (each file different)."""
     import numpy as np
+    from tqdm.auto import tqdm
 
     from proactive_eval.video import write_video
 
     (folder / "videos").mkdir(parents=True, exist_ok=True)
     h, w = size
     names = []
-    for v in range(count):
+    for v in tqdm(range(count), desc="writing videos", unit="video"):
         frames = []
         for k in range(seconds):
             frame = np.zeros((h, w, 3), dtype=np.uint8)
@@ -52,7 +52,7 @@ def make_videos(folder: Path, count: int, seconds: int = 30, size=(360, 640)) ->
             x = (k * 20 + v * 7) % (w - 80)
             frame[100:180, x : x + 80] = (255, 255, 255)
             frames.append(frame)
-        name = f"videos/v{v:03d}.mp4"
+        name = f"videos/v{v:05d}.mp4"
         write_video(folder / name, frames, fps=1.0, keyframe_interval=10)
         names.append(name)
     return names
@@ -121,7 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs=2, default=[100, 2000], help="small and large N (lazy path)")
     parser.add_argument("--eager-sizes", type=int, nargs="*", default=[100, 400], help="N for the previous path")
-    parser.add_argument("--videos", type=int, default=20, help="distinct mp4 files the records cycle over")
+    parser.add_argument("--videos", type=int, default=None, help="distinct mp4 files (default: one per record)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
     args = parser.parse_args()
@@ -131,6 +131,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="data_scale_") as tmp:
         tmp = Path(tmp)
         t0 = time.time()
+        args.videos = args.videos or max(small, large, *args.eager_sizes)
         videos = make_videos(tmp, args.videos)
         print(f"wrote {len(videos)} videos of 30 s at 640x360 in {time.time() - t0:.1f} s")
         files = {n: write_episodes(tmp, n, videos) for n in sorted({small, large, *args.eager_sizes})}
@@ -156,14 +157,14 @@ def main() -> None:
         for n in args.eager_sizes
     )
     line = (
-        f"tiny SFT, {args.steps} steps, 30 s 640x360 1 FPS episodes (records cycle over {args.videos} mp4 files; "
+        f"tiny SFT, {args.steps} steps, 30 s 640x360 1 FPS episodes ({args.videos} distinct mp4 files; "
         f"recipe's processor clamp, 56x56 per frame): lazy N={small}: peak {lazy_s['peak_mib']:.0f} MiB, first "
         f"step {lazy_s['first_step_s']:.1f} s; lazy N={large}: peak {lazy_l['peak_mib']:.0f} MiB "
         f"({growth:+.1%}, goal < +10% {'met' if growth < 0.10 else 'MISSED'}), first step "
         f"{lazy_l['first_step_s']:.1f} s ({time_ratio:.2f}x for {large / small:.0f}x the episodes, sub-linear: "
         f"{time_ratio < large / small}); lazy N={large} from the measurement cache: first step "
-        f"{results['lazy, cached', large]['first_step_s']:.1f} s; {eager}. Machine shared with another job "
-        "(2 cores): times are noisy, RSS is not"
+        f"{results['lazy, cached', large]['first_step_s']:.1f} s; {eager}. 2 cores, "
+        "possibly shared: times are noisy, RSS is not"
     )
     record("data at scale: lazy vs eager SFT data path", line, dry=args.no_record)
 

@@ -264,7 +264,7 @@ def test_gpu_script_dry_run(tmp_path, monkeypatch):
     assert "tokens/s" in result["line"]
 
 
-def test_data_scale_episodes_are_30s_640x360_and_cycle_over_the_videos(tmp_path):
+def test_data_scale_episodes_are_30s_640x360(tmp_path):
     """The data-scale benchmark's corpus: valid episodes whose videos hold 30 frames of 640x360 at 1 FPS."""
     from proactive_eval.episodes import load_episodes
     from proactive_eval.video import frame_plan
