@@ -262,3 +262,16 @@ def test_gpu_script_dry_run(tmp_path, monkeypatch):
     assert result["sft"]["tokens_per_s"] > 0 and result["stream"]["frames"] == 3
     assert (tmp_path / "qwen2_5_vl_3b.json").exists()
     assert "tokens/s" in result["line"]
+
+
+def test_data_scale_episodes_are_30s_640x360(tmp_path):
+    """The data-scale benchmark's corpus: valid episodes whose videos hold 30 frames of 640x360 at 1 FPS."""
+    from proactive_eval.episodes import load_episodes
+    from proactive_eval.video import frame_plan
+
+    bench = load("data_scale")
+    videos = bench.make_videos(tmp_path, 2, seconds=30)
+    episodes = list(load_episodes(bench.write_episodes(tmp_path, 5, videos)))
+    assert len(episodes) == 5 and {e.video for e in episodes} == set(videos)
+    plan = frame_plan(episodes[0])
+    assert len(plan) == 30 and {size for _, size in plan} == {(360, 640)}

@@ -80,6 +80,76 @@ def iter_frames(episode, fps: float | None = None) -> Iterator[tuple[float, np.n
         yield from read_video_frames(path, times)
 
 
+def frame_plan(episode, fps: float | None = None) -> list[tuple[float, tuple[int, int]]]:
+    """``(time, (height, width))`` of each frame `iter_frames` would yield, read without decoding any pixels.
+
+    A video's frame timestamps come from its packets (demuxed, not decoded) and its size from the stream header; a
+    frames folder's sizes from each image header. Selection and deduplication are those of `iter_frames`
+    (docs/spec.md §1), so the plan has the same times and sizes as the decoded frames of an intact file.
+
+    Raises:
+        `VideoError` naming the file when it is missing, empty, or cannot be opened or demuxed.
+    """
+    fps = float(fps if fps is not None else episode.fps)
+    path = episode.video_path()
+    if path is None:
+        raise VideoError(f"episode {episode.id!r} has no video")
+    times = sorted(sample_times(episode.duration, fps))
+    if isinstance(episode.video, dict):
+        from PIL import Image
+
+        files = list_frame_files(path)
+        folder_fps = float(episode.video.get("fps", episode.fps))
+        plan, last = [], None
+        for t in times:
+            index = min(len(files) - 1, int(math.floor(t * folder_fps + _EPS)))
+            if index != last:
+                last = index
+                _check_file(files[index])
+                try:
+                    with Image.open(files[index]) as image:
+                        width, height = image.size
+                except (OSError, ValueError, SyntaxError) as err:
+                    raise VideoError(f"cannot read image header ({err})", file=files[index]) from None
+                plan.append((t, (height, width)))
+        return plan
+    frame_times, size = _video_packet_times(path)
+    plan, j, emitted = [], 0, None
+    for t in times:
+        while j + 1 < len(frame_times) and frame_times[j + 1] <= t + _EPS:
+            j += 1
+        if emitted is None or abs(frame_times[j] - emitted) >= _EPS:
+            emitted = frame_times[j]
+            plan.append((t, size))
+    return plan
+
+
+def _video_packet_times(path: Path) -> tuple[list[float], tuple[int, int]]:
+    """Sorted presentation times of the first video stream's frames (from packets) and its ``(height, width)``."""
+    _check_file(path)
+    import av
+
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise VideoError("no video stream", file=path)
+            stream = container.streams.video[0]
+            size = (int(stream.codec_context.height), int(stream.codec_context.width))
+            base = float(stream.time_base) if stream.time_base is not None else None
+            rate = float(stream.average_rate) if stream.average_rate else 1.0
+            stamps, count = set(), 0
+            for packet in container.demux(stream):
+                if packet.size == 0:
+                    continue  # the flush packet
+                stamps.add(packet.pts * base if packet.pts is not None and base is not None else count / rate)
+                count += 1
+    except (av.error.FFmpegError, OSError) as err:
+        raise VideoError(f"cannot open video ({err})", file=path) from None
+    if not stamps or size[0] <= 0 or size[1] <= 0:
+        raise VideoError("no frames" if not stamps else "no frame size in the stream header", file=path)
+    return sorted(stamps), size
+
+
 def read_video_frames(path: str | Path, times: list[float]) -> Iterator[tuple[float, np.ndarray]]:
     """Decode the frames on screen at `times` (sorted seconds) from a video file, deduplicated.
 

@@ -19,6 +19,7 @@ def encode_dialogue(
     truncation: str = "drop_frames",
     *,
     episode_id: str | None = None,
+    process_images: bool = True,
 ) -> dict[str, torch.Tensor]:
     """Tokenise a state-token dialogue with labels on the assistant turns only (docs/spec.md §2).
 
@@ -34,6 +35,9 @@ def encode_dialogue(
             to the first kept user turn; `"error"` raises. Either way a dialogue whose system turn and last
             step do not fit raises a `ValueError` naming the episode.
         episode_id (`str`, *optional*): for error messages (default: the system message's ``"episode_id"``).
+        process_images (`bool`, *optional*, defaults to `True`): with `False` the frames are not processed (no
+            ``pixel_values``): ids, labels and truncation depend only on each frame's size, so placeholder frames of
+            the right size give the exact token count (`proactive_rl.data.lazy` measures episodes so).
 
     Returns:
         `dict` of 1-D `input_ids`, `attention_mask`, `labels` (-100 outside assistant content and end-of-turn),
@@ -66,7 +70,7 @@ def encode_dialogue(
         "labels": torch.tensor(labels, dtype=torch.long),
         "mm_token_type_ids": (ids == renderer.image_token_id).long(),
     }
-    pixel_values, grid = renderer.process_images(images)
+    pixel_values, grid = renderer.process_images(images) if process_images else (None, None)
     if pixel_values is not None:
         merge = getattr(processor.image_processor, "merge_size", 2)
         if int((grid.prod(-1) // merge**2).sum()) != int(out["mm_token_type_ids"].sum()):

@@ -1,7 +1,11 @@
 """Data: dataset mixtures, SFT examples and their collator, MCQA environment rows, frames of an episode.
 
-- `proactive_rl.data.mixture`: ``dataset_mixture`` sources (episode files, ``synthetic``), parsed and read.
-- `proactive_rl.data.examples`: episodes validated and encoded before the first SFT step; the collator.
+- `proactive_rl.data.mixture`: ``dataset_mixture`` sources (episode files, `datasets` sources, ``synthetic``, TRL
+  entries), parsed and read.
+- `proactive_rl.data.sources`: episodes from a ``save_to_disk`` folder, a folder of data files or a Hub dataset id.
+- `proactive_rl.data.lazy`: the SFT data path: episode rows validated and measured without pixels (a cached
+  ``Dataset.map``), frames decoded and encoded per batch (`LazyEpisodeCollator`).
+- `proactive_rl.data.examples`: the eager path (every episode encoded before the first step); padding.
 - `proactive_rl.data.mcqa`: MCQA environments → single-turn prompt rows (the suggestion trainer's and evaluator's).
 - `proactive_rl.data.frames`: the frames of an episode (rendered for synthetic episodes, decoded otherwise).
 - `proactive_rl.data.proactivebench`: MS-COCO environment records from COCO annotations, hard negatives, and the

@@ -71,6 +71,32 @@ def check_record(episode: Episode) -> None:
         raise fail("video", f"video {str(path)!r} does not exist")
 
 
+def encode_error(episode: Episode, err: Exception) -> EpisodeError:
+    """The `EpisodeError` of an episode whose encoding failed (field ``max_length`` or ``video``)."""
+    fld = "max_length" if "max_length" in str(err) else "video"
+    return EpisodeError(str(err), file=episode.meta.get("source"), record=episode.id, field=fld)
+
+
+def check_encoded(episode: Episode, example: dict, max_length: int | None, truncation: str) -> None:
+    """An encoded dialogue must fit `max_length` and keep a supervised token; else an `EpisodeError`."""
+    length = len(example["input_ids"])
+    if max_length is not None and length > max_length:
+        how = "set truncation: drop_frames or raise max_length" if truncation == "error" else "encoder bug"
+        raise EpisodeError(
+            f"dialogue is {length} tokens, longer than max_length={max_length} ({how})",
+            file=episode.meta.get("source"),
+            record=episode.id,
+            field="max_length",
+        )
+    if not any(int(x) != IGNORE_INDEX for x in example["labels"]):
+        raise EpisodeError(
+            "no supervised token left (every assistant turn was truncated away)",
+            file=episode.meta.get("source"),
+            record=episode.id,
+            field="max_length",
+        )
+
+
 def prepare_examples(
     episodes: list[Episode],
     encode: Callable[[Episode], dict],
@@ -102,24 +128,8 @@ def prepare_examples(
             except EpisodeError:
                 raise
             except (ValueError, OSError) as err:  # a video that fails to decode, a dialogue that cannot fit
-                fld = "max_length" if "max_length" in str(err) else "video"
-                raise EpisodeError(str(err), file=episode.meta.get("source"), record=episode.id, field=fld) from err
-            length = len(example["input_ids"])
-            if max_length is not None and length > max_length:
-                how = "set truncation: drop_frames or raise max_length" if truncation == "error" else "encoder bug"
-                raise EpisodeError(
-                    f"dialogue is {length} tokens, longer than max_length={max_length} ({how})",
-                    file=episode.meta.get("source"),
-                    record=episode.id,
-                    field="max_length",
-                )
-            if not any(int(x) != IGNORE_INDEX for x in example["labels"]):
-                raise EpisodeError(
-                    "no supervised token left (every assistant turn was truncated away)",
-                    file=episode.meta.get("source"),
-                    record=episode.id,
-                    field="max_length",
-                )
+                raise encode_error(episode, err) from err
+            check_encoded(episode, example, max_length, truncation)
         except EpisodeError as err:
             if on_error == "raise":
                 raise
@@ -160,24 +170,29 @@ class EpisodeCollator:
 
     def __call__(self, rows: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         items = [self.examples[int(r["index"])] if "index" in r else r for r in rows]
-        width = max(len(x["input_ids"]) for x in items)
-        batch = {
-            "input_ids": torch.full((len(items), width), self.pad_token_id, dtype=torch.long),
-            "attention_mask": torch.zeros((len(items), width), dtype=torch.long),
-            "labels": torch.full((len(items), width), IGNORE_INDEX, dtype=torch.long),
-        }
-        if all("mm_token_type_ids" in x for x in items):
-            # 1 on image tokens: Qwen-VL computes its 3-D rope positions from it
-            batch["mm_token_type_ids"] = torch.zeros((len(items), width), dtype=torch.long)
-        for i, x in enumerate(items):
-            n = len(x["input_ids"])
-            batch["input_ids"][i, :n] = torch.as_tensor(x["input_ids"])
-            batch["attention_mask"][i, :n] = 1
-            batch["labels"][i, :n] = torch.as_tensor(x["labels"])
-            if "mm_token_type_ids" in batch:
-                batch["mm_token_type_ids"][i, :n] = torch.as_tensor(x["mm_token_type_ids"])
-        for key in _CONCAT_KEYS:
-            parts = [torch.as_tensor(x[key]) for x in items if x.get(key) is not None]
-            if parts:
-                batch[key] = torch.cat(parts)
-        return batch
+        return pad_examples(items, self.pad_token_id)
+
+
+def pad_examples(items: list[dict], pad_token_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad encoded dialogues into a batch (``labels = -100`` on padding), vision inputs concatenated."""
+    width = max(len(x["input_ids"]) for x in items)
+    batch = {
+        "input_ids": torch.full((len(items), width), pad_token_id, dtype=torch.long),
+        "attention_mask": torch.zeros((len(items), width), dtype=torch.long),
+        "labels": torch.full((len(items), width), IGNORE_INDEX, dtype=torch.long),
+    }
+    if all("mm_token_type_ids" in x for x in items):
+        # 1 on image tokens: Qwen-VL computes its 3-D rope positions from it
+        batch["mm_token_type_ids"] = torch.zeros((len(items), width), dtype=torch.long)
+    for i, x in enumerate(items):
+        n = len(x["input_ids"])
+        batch["input_ids"][i, :n] = torch.as_tensor(x["input_ids"])
+        batch["attention_mask"][i, :n] = 1
+        batch["labels"][i, :n] = torch.as_tensor(x["labels"])
+        if "mm_token_type_ids" in batch:
+            batch["mm_token_type_ids"][i, :n] = torch.as_tensor(x["mm_token_type_ids"])
+    for key in _CONCAT_KEYS:
+        parts = [torch.as_tensor(x[key]) for x in items if x.get(key) is not None]
+        if parts:
+            batch[key] = torch.cat(parts)
+    return batch

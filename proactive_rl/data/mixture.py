@@ -1,7 +1,10 @@
 """Dataset mixtures: the ``dataset_mixture`` / ``eval_mixture`` of a recipe, parsed and read (docs/spec.md §1).
 
-A mixture is a list of sources, each an episode file (JSON / JSONL) or ``synthetic`` (the embedded generator), with a
-weight (``2.0`` repeats each episode, ``0.5`` keeps a deterministic half). Every trainer reads its episodes here.
+A mixture is a list of sources, each an episode file (JSON / JSONL), a `datasets` source (a folder saved with
+``Dataset.save_to_disk``, a folder of data files, a Hub dataset id: `proactive_rl.data.sources`) or ``synthetic``
+(the embedded generator), with a weight (``2.0`` repeats each episode, ``0.5`` keeps a deterministic half). TRL's
+mixture entries (``{path, name, data_files, data_dir, split, columns, weight}``) are accepted as they are. Every
+trainer reads its episodes here.
 """
 
 from __future__ import annotations
@@ -14,9 +17,14 @@ from typing import Any
 import numpy as np
 
 from proactive_eval.episodes import Episode, EpisodeError, load_episodes
+from proactive_rl.data.sources import dataset_episodes, looks_like_hub_id
 
 ON_ERROR = ("raise", "skip")
-_SOURCE_KEYS = {"source", "task", "num_episodes", "seed", "weight", "name", "knobs"}
+_DATASET_KEYS = {"split", "config", "data_files", "data_dir", "columns", "video_root"}
+_SOURCE_KEYS = {"source", "task", "num_episodes", "seed", "weight", "name", "knobs"} | _DATASET_KEYS
+# TRL's `DatasetConfig` fields and ours: its `name` is the dataset config, `path` the source.
+_TRL_KEYS = {"path": "source", "name": "config", "data_dir": "data_dir", "data_files": "data_files"}
+_TRL_KEYS.update({"split": "split", "columns": "columns", "weight": "weight", "seed": "seed"})
 
 
 @dataclass
@@ -32,6 +40,13 @@ class DatasetSource:
         seed (`int`, *optional*, defaults to `0`): generator seed (synthetic) and subsampling seed.
         name (`str`, *optional*): a label for logs; defaults to the source (and task).
         knobs (`dict`, *optional*): extra keyword arguments of ``generate_episodes``.
+        split (`str`, *optional*, defaults to `"train"`): the split of a `datasets` source.
+        config (`str`, *optional*): the configuration (``name`` of ``load_dataset``) of a Hub dataset.
+        data_files (`str` or `list` or `dict`, *optional*): ``load_dataset``'s ``data_files``.
+        data_dir (`str`, *optional*): ``load_dataset``'s ``data_dir``.
+        columns (`list[str]`, *optional*): keep only these columns of a `datasets` source.
+        video_root (`str`, *optional*): the folder relative ``video`` paths resolve against (default: the episode
+            file's or dataset's folder; the working directory for a Hub id).
     """
 
     source: str
@@ -41,11 +56,24 @@ class DatasetSource:
     seed: int = 0
     name: str | None = None
     knobs: dict[str, Any] = field(default_factory=dict)
+    split: str | None = None
+    config: str | None = None
+    data_files: Any = None
+    data_dir: str | None = None
+    columns: list[str] | None = None
+    video_root: str | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> DatasetSource:
         if isinstance(raw, str):
             raw = {"source": raw}
+        if isinstance(raw, dict) and "path" in raw and "source" not in raw:  # a TRL mixture entry
+            unknown = set(raw) - set(_TRL_KEYS)
+            if unknown:
+                raise ValueError(
+                    f"{where}: unknown keys {sorted(unknown)} for a TRL entry; expected {sorted(_TRL_KEYS)}"
+                )
+            raw = {_TRL_KEYS[k]: v for k, v in raw.items() if v is not None}
         if not isinstance(raw, dict) or "source" not in raw:
             raise ValueError(
                 f"{where}: expected a mapping with a 'source' (an episode file or 'synthetic'), got {raw!r}"
@@ -59,6 +87,8 @@ class DatasetSource:
         if src.source == "synthetic":
             if not src.task or not src.num_episodes or src.num_episodes < 1:
                 raise ValueError(f"{where}: a synthetic source needs 'task' and 'num_episodes' >= 1")
+            if any(getattr(src, k) is not None for k in _DATASET_KEYS):
+                raise ValueError(f"{where}: {sorted(_DATASET_KEYS)} do not apply to source: synthetic")
         elif src.task is not None or src.num_episodes is not None:
             raise ValueError(f"{where}: 'task' and 'num_episodes' only apply to source: synthetic")
         src.name = src.name or (f"synthetic/{src.task}" if src.source == "synthetic" else src.source)
@@ -66,9 +96,15 @@ class DatasetSource:
 
 
 def parse_mixture(raw: Any, where: str = "dataset_mixture") -> list[DatasetSource]:
-    """A mixture is a list of sources (or ``{"datasets": [...]}``); each source is a path or a mapping."""
+    """A mixture is a list of sources (or TRL's ``{"datasets": [...], "seed": ...}``); each a path or a mapping."""
     if isinstance(raw, dict) and "datasets" in raw:
+        extra = set(raw) - {"datasets", "seed"}
+        if extra:
+            raise ValueError(f"{where}: unsupported keys {sorted(extra)} (hold out data with eval_mixture)")
+        seed = raw.get("seed")
         raw = raw["datasets"]
+        if seed is not None and isinstance(raw, list):
+            raw = [{**item, "seed": item.get("seed", seed)} if isinstance(item, dict) else item for item in raw]
     if isinstance(raw, (str, dict)):
         raw = [raw]
     if not isinstance(raw, list) or not raw:
@@ -106,9 +142,12 @@ def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple
             eps = list(generate_episodes(src.task, src.num_episodes, src.seed, **src.knobs))
         else:
             path = Path(src.source)
-            if not path.exists():
+            if path.is_file():
+                loaded = load_episodes(path, on_error=on_error, video_root=src.video_root)
+            elif path.is_dir() or looks_like_hub_id(src.source):
+                loaded = dataset_episodes(src, on_error=on_error)  # save_to_disk folder, data folder, Hub id
+            else:
                 raise FileNotFoundError(f"dataset_mixture: episode file {src.source!r} does not exist")
-            loaded = load_episodes(path, on_error=on_error)
             skipped.extend(loaded.skipped)
             eps = list(loaded)
         for ep in eps:

@@ -84,6 +84,14 @@ def load_checkpoint(path: str | Path, dtype: str | None = None):
 
 def run(args: argparse.Namespace) -> int:
     """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
+    from proactive_rl.evaluation.run import end_process_group
+
+    code = _run(args)
+    end_process_group()
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     from accelerate import PartialState
 
     from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config

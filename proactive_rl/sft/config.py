@@ -15,6 +15,8 @@ from trl import SFTConfig
 from proactive_rl.chat.messages import TRUNCATION
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
 
+DATA_PIPELINES = ("lazy", "eager")
+
 
 @dataclass
 class SFTScriptArguments:
@@ -34,6 +36,12 @@ class SFTScriptArguments:
         max_frames (`int`, *optional*): keep only the latest K images in the history (docs/spec.md §2); text stays.
         freeze_vision_tower (`bool`, *optional*, defaults to `True`): P³I setting: vision encoder frozen, language
             model and merger trainable.
+        data_pipeline (`str`, *optional*, defaults to `"lazy"`): ``"lazy"`` validates and measures episodes without
+            pixels (a cached ``Dataset.map``) and decodes each batch's frames in the DataLoader
+            (`proactive_rl.data.lazy`); ``"eager"`` encodes every episode in memory before step 1 (same batches).
+        data_cache_dir (`str`, *optional*): where measured datasets are cached (default
+            ``$PROACTIVE_RL_CACHE/measured`` or ``~/.cache/proactive_rl/measured``).
+        data_num_proc (`int`, *optional*): processes of the measuring ``Dataset.map``.
     """
 
     # `proactive-rl train` dispatches on this recipe field (proactive_rl.cli.TRAINERS).
@@ -44,6 +52,9 @@ class SFTScriptArguments:
     truncation: str = field(default="drop_frames", metadata={"help": f"One of {TRUNCATION}."})
     max_frames: int | None = field(default=None, metadata={"help": "Keep only the latest K images."})
     freeze_vision_tower: bool = field(default=True, metadata={"help": "Freeze the vision encoder (P³I)."})
+    data_pipeline: str = field(default="lazy", metadata={"help": f"One of {DATA_PIPELINES}."})
+    data_cache_dir: str | None = field(default=None, metadata={"help": "Cache of measured datasets."})
+    data_num_proc: int | None = field(default=None, metadata={"help": "Processes of the measuring map."})
     # evaluators run while training: a mapping, see `proactive_rl.evaluation.EvalCallbackConfig`.
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
@@ -51,6 +62,8 @@ class SFTScriptArguments:
         check_data_arguments(self)
         if self.truncation not in TRUNCATION:
             raise ValueError(f"truncation: expected one of {TRUNCATION}, got {self.truncation!r}")
+        if self.data_pipeline not in DATA_PIPELINES:
+            raise ValueError(f"data_pipeline: expected one of {DATA_PIPELINES}, got {self.data_pipeline!r}")
         if self.max_frames is not None and self.max_frames < 1:
             raise ValueError(f"max_frames: must be >= 1, got {self.max_frames}")
         if self.eval_callback is not None:  # validated before a model is loaded

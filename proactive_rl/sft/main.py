@@ -12,10 +12,20 @@ a hub id / local directory (`proactive_rl.models.load_model`) or ``tiny:<arch>:<
 from __future__ import annotations
 
 import logging
+import time
 
+from transformers import TrainerCallback
 from trl import ModelConfig, TrlParser
 
 from proactive_rl.data import EpisodeCollator, as_hf_dataset, load_mixture, prepare_examples
+from proactive_rl.data.lazy import (
+    EpisodeEncoder,
+    EpisodeMeasure,
+    LazyEpisodeCollator,
+    episode_rows,
+    measure_dataset,
+    select_valid,
+)
 from proactive_rl.sft.config import ProactiveSFTConfig, SFTScriptArguments
 from proactive_rl.training import (
     attach_eval_callback,
@@ -30,16 +40,21 @@ from proactive_rl.training import (
 logger = logging.getLogger(__name__)
 
 
-def make_encoder(processor, script_args: SFTScriptArguments, max_length: int | None):
+def make_encoder(processor, script_args: SFTScriptArguments, max_length: int | None) -> EpisodeEncoder:
     """``encode(episode) -> dict``: frames of the episode (rendered or decoded) through `proactive_rl.chat`."""
-    from proactive_rl.chat import build_messages, encode_dialogue
-    from proactive_rl.data.frames import frames_of
+    return EpisodeEncoder(processor, max_length, script_args.truncation, script_args.max_frames)
 
-    def encode(episode):
-        messages = build_messages(episode, frames_of(episode), max_frames=script_args.max_frames)
-        return encode_dialogue(processor, messages, max_length, script_args.truncation, episode_id=episode.id)
 
-    return encode
+class FirstStepTimer(TrainerCallback):
+    """Logs the time from the start of the data step to the first optimizer step."""
+
+    def __init__(self, start: float):
+        self.start, self.seconds = start, None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self.seconds is None:
+            self.seconds = time.perf_counter() - self.start
+            logger.info("time to first step: %.1f s (data step, model and trainer set-up)", self.seconds)
 
 
 def state_token_ids(processor) -> list[int]:
@@ -53,15 +68,46 @@ def state_token_ids(processor) -> list[int]:
 
 
 def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, model_args: ModelConfig):
-    """Model, data (validated and encoded before the first step) and `ProactiveSFTTrainer`, ready to `train()`."""
+    """Model, data (validated before the first step; `data_pipeline` lazy or eager) and `ProactiveSFTTrainer`."""
     from proactive_rl.sft.trainer import ProactiveSFTTrainer
 
+    start = time.perf_counter()
     check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
     model, processor = load_for_training(model_args, seed=training_args.seed)
     if script_args.freeze_vision_tower:
         freeze_vision_tower(model)
     tokenizer = getattr(processor, "tokenizer", processor)
     encode = make_encoder(processor, script_args, training_args.max_length)
+    if script_args.data_pipeline == "eager":
+        train_dataset, eval_dataset, collator, skipped = _eager_data(script_args, training_args, encode, tokenizer)
+    else:
+        train_dataset, eval_dataset, collator, skipped = _lazy_data(script_args, training_args, encode, tokenizer)
+    trainer = ProactiveSFTTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        data_collator=collator,
+        processing_class=processor,
+        peft_config=peft_config_for(model_args, model, processor),
+        state_token_ids=state_token_ids(processor),
+        callbacks=[FirstStepTimer(start)],
+    )
+    trainer.data_skipped = skipped  # the bad records dropped before step 1 (on_bad_record: skip)
+    attach_eval_callback(trainer, script_args.eval_callback)  # evaluate the live model on save / every N steps
+    if trainer.is_deepspeed_enabled:
+        from deepspeed.accelerator import get_accelerator
+
+        logger.info(
+            "DeepSpeed accelerator: %s (backend %s)",
+            get_accelerator().device_name(),
+            get_accelerator().communication_backend_name(),
+        )
+    return trainer
+
+
+def _eager_data(script_args, training_args, encode, tokenizer):
+    """Every episode encoded in memory before step 1 (`prepare_examples`); rows are indices into them."""
 
     def prepared(sources, what):
         episodes, skipped = load_mixture(sources, on_error=script_args.on_bad_record)
@@ -84,27 +130,33 @@ def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTCo
     eval_dataset = None
     if evaluation:
         eval_dataset = as_hf_dataset(evaluation).map(lambda r: {"index": r["index"] + len(train.examples)})
-    trainer = ProactiveSFTTrainer(
-        model=model,
-        args=training_args,
-        train_dataset=as_hf_dataset(train),
-        eval_dataset=eval_dataset,
-        data_collator=EpisodeCollator(examples, tokenizer.pad_token_id),
-        processing_class=processor,
-        peft_config=peft_config_for(model_args, model, processor),
-        state_token_ids=state_token_ids(processor),
-    )
-    trainer.prepared_data = train
-    attach_eval_callback(trainer, script_args.eval_callback)  # evaluate the live model on save / every N steps
-    if trainer.is_deepspeed_enabled:
-        from deepspeed.accelerator import get_accelerator
+    return as_hf_dataset(train), eval_dataset, EpisodeCollator(examples, tokenizer.pad_token_id), train.skipped
 
-        logger.info(
-            "DeepSpeed accelerator: %s (backend %s)",
-            get_accelerator().device_name(),
-            get_accelerator().communication_backend_name(),
+
+def _lazy_data(script_args, training_args, encode: EpisodeEncoder, tokenizer):
+    """Episode rows validated and measured without pixels (cached map), frames decoded per batch (docs/spec.md §1)."""
+    from dataclasses import replace
+
+    measure = EpisodeMeasure(replace(encode, process_images=False))
+
+    def prepared(sources, what):
+        episodes, skipped = load_mixture(sources, on_error=script_args.on_bad_record)
+        measured = measure_dataset(
+            episode_rows(episodes),
+            measure,
+            cache_dir=script_args.data_cache_dir,
+            num_proc=script_args.data_num_proc,
+            main_process_first=lambda: training_args.main_process_first(desc=f"measuring the {what} episodes"),
         )
-    return trainer
+        kept, bad = select_valid(measured, on_error=script_args.on_bad_record)
+        skipped += bad
+        reasons = ", ".join(sorted({e.field or "record" for e in skipped})) or "none"
+        logger.info("%s: %d episodes, skipped %d (%s)", what, len(kept), len(skipped), reasons)
+        return kept, skipped
+
+    train, skipped = prepared(script_args.dataset_mixture, "train")
+    evaluation = prepared(script_args.eval_mixture, "eval")[0] if script_args.eval_mixture else None
+    return train, evaluation, LazyEpisodeCollator(encode, tokenizer.pad_token_id), skipped
 
 
 def main(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, model_args: ModelConfig):

@@ -50,6 +50,8 @@ class ProactiveSFTTrainer(SFTTrainer):
         self.state_token_ids = list(state_token_ids)
         self._step_counts: torch.Tensor | None = None
         self._stat_sums = {"train": None, "eval": None}
+        # records the lazy collator dropped mid-training (a video that failed to decode), summed over batches
+        self.skipped_records = 0
 
     # --- Trainer internals (transformers 5.24.0), see the module docstring -------------------------------------
     def get_batch_samples(self, epoch_iterator: Iterator, num_batches: int, device: torch.device):
@@ -84,6 +86,9 @@ class ProactiveSFTTrainer(SFTTrainer):
     # --- loss ----------------------------------------------------------------------------------------------------
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         mode = "train" if model.training else "eval"
+        skipped = inputs.pop("skipped_records", None)
+        if skipped is not None:
+            self.skipped_records += int(skipped)
         labels = inputs["labels"]
         shift_labels = labels[:, 1:]
         # logits only where some row has a supervised next token: the full (batch, seq, vocab) tensor of a
@@ -118,6 +123,8 @@ class ProactiveSFTTrainer(SFTTrainer):
             prefix = "eval_" if mode == "eval" else ""
             logs.update({prefix + k: round(v, 6) for k, v in metrics.items()})
             self._stat_sums[mode] = None
+        if self.skipped_records:
+            logs["skipped_records"] = self.skipped_records
         # SFTTrainer.log adds its own (empty here) metrics and forwards to Trainer.log
         super().log(logs, start_time)
 
