@@ -66,21 +66,21 @@ def frame_resizer(processor) -> Callable[[np.ndarray], np.ndarray] | None:
     """
     if processor_frame_size(processor, 32, 32) is None:
         return None
-    return _FrameResizer(processor.image_processor)
+    return _FrameResizer(processor)
 
 
 class _FrameResizer:
     """Picklable (DataLoader workers): the image processor's backend resize to `processor_frame_size`."""
 
-    def __init__(self, image_processor):
-        self.image_processor = image_processor
+    def __init__(self, processor):
+        self.processor = processor
 
     def __call__(self, frame: np.ndarray) -> np.ndarray:
         from transformers.image_utils import SizeDict
 
-        ip = self.image_processor
+        ip = self.processor.image_processor
         height, width = frame.shape[:2]
-        target = processor_frame_size(self, height, width)
+        target = processor_frame_size(self.processor, height, width)
         if target == (height, width):
             return frame
         # The backend's own resize (what the processor's resize calls after smart_resize), on the channel-first

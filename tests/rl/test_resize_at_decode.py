@@ -102,3 +102,9 @@ def test_an_unknown_processor_keeps_full_size_frames(processor):
         image_processor = object()
 
     assert processor_frame_size(Other(), 360, 640) is None and frame_resizer(Other()) is None
+
+
+def test_full_size_frames_marked_resized_are_rejected(processor, episode):
+    messages = build_messages(episode, frames_of(episode))
+    with pytest.raises(ValueError, match="multiple of 28 px, got 360x640"):
+        encode_dialogue(processor, messages, frames_resized=True)
