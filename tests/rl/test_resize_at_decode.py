@@ -108,3 +108,13 @@ def test_full_size_frames_marked_resized_are_rejected(processor, episode):
     messages = build_messages(episode, frames_of(episode))
     with pytest.raises(ValueError, match="multiple of 28 px, got 360x640"):
         encode_dialogue(processor, messages, frames_resized=True)
+
+
+def test_rendered_synthetic_frames_encode_like_full_size_frames(processor):
+    episode = generate_episodes("object", 1, seed=5, duration=(10, 10))[0]  # 64x64 frames, resized to 56x56
+    new, old = EpisodeEncoder(processor, None)(episode), full_size_encoding(processor, episode)
+    assert torch.equal(new["input_ids"], old["input_ids"]) and torch.equal(
+        new["image_grid_thw"], old["image_grid_thw"]
+    )
+    assert (new["pixel_values"] - old["pixel_values"]).abs().max().item() <= 1e-6
+    assert {f.shape for _, f in frames_of(episode, frame_resizer(processor))} == {(56, 56, 3)}
