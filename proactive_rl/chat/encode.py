@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import torch
 
@@ -20,6 +21,7 @@ def encode_dialogue(
     *,
     episode_id: str | None = None,
     process_images: bool = True,
+    frames_resized: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Tokenise a state-token dialogue with labels on the assistant turns only (docs/spec.md §2).
 
@@ -38,6 +40,9 @@ def encode_dialogue(
         process_images (`bool`, *optional*, defaults to `True`): with `False` the frames are not processed (no
             ``pixel_values``): ids, labels and truncation depend only on each frame's size, so placeholder frames of
             the right size give the exact token count (`proactive_rl.data.lazy` measures episodes so).
+        frames_resized (`bool`, *optional*, defaults to `False`): the frames are already at the processor's size
+            (`proactive_rl.data.frames.frame_resizer`): tokens are counted from that size and the processor skips
+            its resize, which gives the ids and ``pixel_values`` of the full-size frames.
 
     Returns:
         `dict` of 1-D `input_ids`, `attention_mask`, `labels` (-100 outside assistant content and end-of-turn),
@@ -53,12 +58,13 @@ def encode_dialogue(
     renderer = _renderer(processor)
     head = [messages[0]] if messages[0]["role"] == "system" else []
     steps = _steps(messages[len(head) :])
-    head_turns = [renderer.turn(m) for m in head]
-    step_turns = [[renderer.turn(m) for m in step] for step in steps]
+    head_turns = [renderer.turn(m, frames_resized) for m in head]
+    step_turns = [[renderer.turn(m, frames_resized) for m in step] for step in steps]
 
     first = 0
     if max_length is not None:
-        first, step_turns = _truncate(renderer, head_turns, steps, step_turns, max_length, truncation, episode_id)
+        turn = partial(renderer.turn, resized=frames_resized)
+        first, step_turns = _truncate(turn, head_turns, steps, step_turns, max_length, truncation, episode_id)
     turns = head_turns + [t for step in step_turns[first:] for t in step]
     input_ids = [i for t in turns for i in t.input_ids]
     labels = [i for t in turns for i in t.labels]
@@ -70,7 +76,7 @@ def encode_dialogue(
         "labels": torch.tensor(labels, dtype=torch.long),
         "mm_token_type_ids": (ids == renderer.image_token_id).long(),
     }
-    pixel_values, grid = renderer.process_images(images) if process_images else (None, None)
+    pixel_values, grid = renderer.process_images(images, frames_resized) if process_images else (None, None)
     if pixel_values is not None:
         merge = getattr(processor.image_processor, "merge_size", 2)
         if int((grid.prod(-1) // merge**2).sum()) != int(out["mm_token_type_ids"].sum()):
@@ -90,7 +96,7 @@ def _steps(messages: list[dict]) -> list[list[dict]]:
     return steps
 
 
-def _truncate(renderer, head_turns, steps, step_turns, max_length, truncation, episode_id):
+def _truncate(turn, head_turns, steps, step_turns, max_length, truncation, episode_id):
     """The first kept step, and the step turns (the first kept user turn re-rendered with the instruction)."""
     head_len = sum(len(t.input_ids) for t in head_turns)
     lengths = [sum(len(t.input_ids) for t in step) for step in step_turns]
@@ -114,7 +120,7 @@ def _truncate(renderer, head_turns, steps, step_turns, max_length, truncation, e
             new_first = step_turns[first]
         else:
             moved = dict(step[0], content=instruction + [i for i in _items(step[0]) if not i.get("instruction")])
-            new_first = [renderer.turn(moved)] + step_turns[first][1:]
+            new_first = [turn(moved)] + step_turns[first][1:]
         if head_len + suffix - lengths[first] + sum(len(t.input_ids) for t in new_first) <= max_length:
             logger.debug(
                 "%s: dropped the first %d of %d frame steps to fit max_length=%d", name, first, len(steps), max_length

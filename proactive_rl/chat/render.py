@@ -97,14 +97,24 @@ class _Renderer:
     def _tokens_per_image(self, height: int, width: int) -> int:
         return int(self.processor._get_num_multimodal_tokens(image_sizes=[(height, width)])["num_image_tokens"][0])
 
-    def turn(self, message: dict) -> RenderedTurn:
-        """Render one message: ids with image placeholders expanded, labels, and its images (not yet processed)."""
+    def _tokens_per_resized_image(self, height: int, width: int) -> int:
+        """Vision tokens of a frame already at the processor's size (one token per merged patch)."""
+        ip = self.processor.image_processor
+        factor = ip.patch_size * ip.merge_size
+        if height % factor or width % factor:
+            raise ValueError(f"a frame marked resized must be a multiple of {factor} px, got {height}x{width}")
+        return (height // factor) * (width // factor)
+
+    def turn(self, message: dict, resized: bool = False) -> RenderedTurn:
+        """Render one message: ids with image placeholders expanded, labels, and its images (not yet processed).
+        With `resized`, the images are already at the processor's size (`proactive_rl.data.frames.frame_resizer`)."""
         images = [item["image"] for item in _items(message) if _is_image(item)]
         text = self.segment(_key(message))
         ids, labels = self.encode(text, message["role"] == "assistant")
         if not images:
             return RenderedTurn(list(ids), list(labels))
-        counts = iter(self.tokens_per_image(*_hw(image)) for image in images)
+        count = self._tokens_per_resized_image if resized else self.tokens_per_image
+        counts = iter(count(*_hw(image)) for image in images)
         out_ids, out_labels = [], []
         for i, label in zip(ids, labels):
             if i == self.image_token_id:
@@ -118,10 +128,11 @@ class _Renderer:
                 out_labels.append(label)
         return RenderedTurn(out_ids, out_labels, images=images)
 
-    def process_images(self, images: list) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    def process_images(self, images: list, resized: bool = False) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         if not images:
             return None, None
-        out = self.processor.image_processor(images=list(images), return_tensors="pt")
+        skip = {"do_resize": False} if resized else {}  # resized once already, by the processor's own rule
+        out = self.processor.image_processor(images=list(images), return_tensors="pt", **skip)
         return out["pixel_values"], out["image_grid_thw"]
 
     def _check_separable(self) -> None:

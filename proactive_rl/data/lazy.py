@@ -83,6 +83,8 @@ class EpisodeEncoder:
 
     Picklable (DataLoader workers). With ``process_images=False`` the frames are placeholders of the right size and
     no pixels are decoded or processed: the token count, truncation and labels are those of the full encoding.
+    Otherwise each frame is resized as soon as it is decoded to the size the processor uses (`frame_resizer`, a
+    known processor only), so an episode's frames are held at that size; the encoding is that of full-size frames.
     """
 
     processor: Any
@@ -93,9 +95,10 @@ class EpisodeEncoder:
 
     def __call__(self, episode: Episode) -> dict:
         from proactive_rl.chat import build_messages, encode_dialogue
-        from proactive_rl.data.frames import frames_of
+        from proactive_rl.data.frames import frame_resizer, frames_of
 
-        frames = frames_of(episode) if self.process_images else planned_frames(episode)
+        resize = frame_resizer(self.processor) if self.process_images else None
+        frames = frames_of(episode, resize) if self.process_images else planned_frames(episode)
         messages = build_messages(episode, frames, max_frames=self.max_frames)
         return encode_dialogue(
             self.processor,
@@ -104,6 +107,7 @@ class EpisodeEncoder:
             self.truncation,
             episode_id=episode.id,
             process_images=self.process_images,
+            frames_resized=resize is not None,
         )
 
 
