@@ -52,6 +52,7 @@ class ProactiveSFTTrainer(SFTTrainer):
         self._stat_sums = {"train": None, "eval": None}
         # records the lazy collator dropped mid-training (a video that failed to decode), summed over batches
         self.skipped_records = 0
+        self._skipped_all_ranks = 0
 
     # --- Trainer internals (transformers 5.24.0), see the module docstring -------------------------------------
     def get_batch_samples(self, epoch_iterator: Iterator, num_batches: int, device: torch.device):
@@ -123,8 +124,11 @@ class ProactiveSFTTrainer(SFTTrainer):
             prefix = "eval_" if mode == "eval" else ""
             logs.update({prefix + k: round(v, 6) for k, v in metrics.items()})
             self._stat_sums[mode] = None
-        if self.skipped_records:
-            logs["skipped_records"] = self.skipped_records
+            # every rank has stats here (a symmetric point): sum the records each rank's collator dropped
+            skipped = self._all_reduce(torch.tensor([self.skipped_records], dtype=torch.long))
+            self._skipped_all_ranks = int(skipped[0])
+        if self._skipped_all_ranks:
+            logs["skipped_records"] = self._skipped_all_ranks
         # SFTTrainer.log adds its own (empty here) metrics and forwards to Trainer.log
         super().log(logs, start_time)
 
