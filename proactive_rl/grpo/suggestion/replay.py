@@ -42,20 +42,14 @@ class StreamingReplay:
         import torch
 
         from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
-        from proactive_rl.chat import build_messages, encode_dialogue
         from proactive_rl.data import EpisodeCollator, load_mixture, prepare_examples
-        from proactive_rl.data.frames import frames_of
+        from proactive_rl.data.lazy import EpisodeEncoder
 
         if batch_size < 1:
             raise ValueError(f"replay_batch_size: expected >= 1, got {batch_size}")
         tokenizer = getattr(processor, "tokenizer", processor)
-
-        def encode(episode):
-            return encode_dialogue(
-                processor, build_messages(episode, frames_of(episode)), max_length, episode_id=episode.id
-            )
-
         episodes, _ = load_mixture(sources)
+        encode = EpisodeEncoder(processor, max_length)  # the SFT encoding: frames, chat template, label mask
         self.examples = prepare_examples(episodes, encode, max_length=max_length).examples
         self.collate = EpisodeCollator(self.examples, tokenizer.pad_token_id)
         self.reference = copy.deepcopy(model).eval()
