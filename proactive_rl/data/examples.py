@@ -49,8 +49,13 @@ class PreparedData:
     skipped: list[EpisodeError] = field(default_factory=list)
 
     def skip_summary(self) -> str:
-        reasons = Counter(e.field or "record" for e in self.skipped)
-        return ", ".join(f"{n} × {why}" for why, n in reasons.most_common()) or "none"
+        return skip_summary(self.skipped)
+
+
+def skip_summary(skipped: list[EpisodeError]) -> str:
+    """``"2 × video, 1 × max_length"``: how many bad records were dropped, by field (``"none"`` when none)."""
+    reasons = Counter(e.field or "record" for e in skipped)
+    return ", ".join(f"{n} × {why}" for why, n in reasons.most_common()) or "none"
 
 
 def check_record(episode: Episode) -> None:

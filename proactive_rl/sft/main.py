@@ -18,6 +18,7 @@ from transformers import TrainerCallback
 from trl import ModelConfig, TrlParser
 
 from proactive_rl.data import EpisodeCollator, as_hf_dataset, load_mixture, prepare_examples
+from proactive_rl.data.examples import skip_summary
 from proactive_rl.data.lazy import (
     EpisodeEncoder,
     EpisodeMeasure,
@@ -150,8 +151,7 @@ def _lazy_data(script_args, training_args, encode: EpisodeEncoder, tokenizer):
         )
         kept, bad = select_valid(measured, on_error=script_args.on_bad_record)
         skipped += bad
-        reasons = ", ".join(sorted({e.field or "record" for e in skipped})) or "none"
-        logger.info("%s: %d episodes, skipped %d (%s)", what, len(kept), len(skipped), reasons)
+        logger.info("%s: %d episodes, skipped %d (%s)", what, len(kept), len(skipped), skip_summary(skipped))
         return kept, skipped
 
     train, skipped = prepared(script_args.dataset_mixture, "train")
