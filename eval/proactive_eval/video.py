@@ -99,19 +99,15 @@ def frame_plan(episode, fps: float | None = None) -> list[tuple[float, tuple[int
         from PIL import Image
 
         files = list_frame_files(path)
-        folder_fps = float(episode.video.get("fps", episode.fps))
-        plan, last = [], None
-        for t in times:
-            index = min(len(files) - 1, int(math.floor(t * folder_fps + _EPS)))
-            if index != last:
-                last = index
-                _check_file(files[index])
-                try:
-                    with Image.open(files[index]) as image:
-                        width, height = image.size
-                except (OSError, ValueError, SyntaxError) as err:
-                    raise VideoError(f"cannot read image header ({err})", file=files[index]) from None
-                plan.append((t, (height, width)))
+        plan = []
+        for t, index in _folder_picks(len(files), times, float(episode.video.get("fps", episode.fps))):
+            _check_file(files[index])
+            try:
+                with Image.open(files[index]) as image:
+                    width, height = image.size
+            except (OSError, ValueError, SyntaxError) as err:
+                raise VideoError(f"cannot read image header ({err})", file=files[index]) from None
+            plan.append((t, (height, width)))
         return plan
     frame_times, size = _video_packet_times(path)
     plan, j, emitted = [], 0, None
@@ -263,13 +259,20 @@ def read_folder_frames(
 ) -> Iterator[tuple[float, np.ndarray]]:
     """Frames on screen at `times` from a folder whose k-th image (natural order) shows at ``k / folder_fps``."""
     files = list_frame_files(folder)
-    last = None
-    for t in sorted(times):
-        index = min(len(files) - 1, int(math.floor(t * folder_fps + _EPS)))
-        if index == last:
-            continue
-        last = index
+    for t, index in _folder_picks(len(files), times, folder_fps):
         yield t, load_image(files[index])
+
+
+def _folder_picks(count: int, times: list[float], folder_fps: float) -> list[tuple[float, int]]:
+    """``(time, index)`` of the image on screen at each of `times` in a folder of `count` images, a repeat of the
+    previous image dropped (docs/spec.md §1)."""
+    picks, last = [], None
+    for t in sorted(times):
+        index = min(count - 1, int(math.floor(t * folder_fps + _EPS)))
+        if index != last:
+            last = index
+            picks.append((t, index))
+    return picks
 
 
 def load_image(path: str | Path) -> np.ndarray:
