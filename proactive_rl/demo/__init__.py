@@ -164,12 +164,7 @@ def run_demo(
         )
 
     wall = time.perf_counter() - start
-    meta = {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs, Python {platform.python_version()}",
-        "wall_s": wall,
-        "command": command,
-    }
+    meta = _run_meta(wall, command)
     checks = directions(results, settings.sft_tasks)
     files = write_report(out, results, _timeline_episodes(data), meta, checks_markdown(checks))
     summary = {
@@ -219,8 +214,22 @@ def run(args: argparse.Namespace) -> int:
     if args.seeds > 1:
         return _run_seeds(args, settings, chosen, command + f" --seeds {args.seeds}")
     summary = run_demo(args.out, settings, chosen, progress=not args.no_progress, command=command)
-    ran = [s for s in summary["stages"] if s["key"] == "untrained" or s["key"] in chosen]
-    return 0 if all(s["status"] == "ok" for s in ran) else 1
+    return 0 if _stages_ok(summary["stages"], chosen) else 1
+
+
+def _stages_ok(stages: list[dict[str, Any]], chosen: tuple[str, ...]) -> bool:
+    """Every stage that was asked for (and the untrained evaluation) ran and was evaluated."""
+    return all(s["status"] == "ok" for s in stages if s["key"] == "untrained" or s["key"] in chosen)
+
+
+def _run_meta(wall_s: float, command: str) -> dict[str, Any]:
+    """When, where and how long a demo run took, and its command (the report's header)."""
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs, Python {platform.python_version()}",
+        "wall_s": wall_s,
+        "command": command,
+    }
 
 
 def _run_seeds(args: argparse.Namespace, settings: DemoSettings, chosen: tuple[str, ...], command: str) -> int:
@@ -241,15 +250,8 @@ def _run_seeds(args: argparse.Namespace, settings: DemoSettings, chosen: tuple[s
             command=command.replace(f" --seeds {args.seeds}", "") + f" --seed {seed} (one of --seeds {args.seeds})",
         )
         runs[seed] = summary["stages"]
-        ok = ok and all(
-            s["status"] == "ok" for s in summary["stages"] if s["key"] == "untrained" or s["key"] in chosen
-        )
-    meta = {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs, Python {platform.python_version()}",
-        "wall_s": time.perf_counter() - start,
-        "command": command,
-    }
+        ok = ok and _stages_ok(summary["stages"], chosen)
+    meta = _run_meta(time.perf_counter() - start, command)
     path = write_seeds_report(Path(args.out), runs, settings.sft_tasks, meta)
     print()
     print(seeds_table(runs))

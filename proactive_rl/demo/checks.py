@@ -15,6 +15,8 @@ from typing import Any
 
 PRS_U_SLACK = 5.0
 KEEP = 0.9
+# how a check's outcome is written in the report tables
+MARK = {True: "yes", False: "**no**", None: "not run"}
 
 
 def _metrics(stages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -66,7 +68,6 @@ def directions(stages: list[dict[str, Any]], trained_tasks: tuple[str, ...]) -> 
 
 
 def checks_markdown(checks: list[tuple[str, bool | None, str]]) -> str:
-    mark = {True: "yes", False: "**no**", None: "not run"}
     lines = ["| direction | holds | values (this stage vs the one compared) |", "|---|---|---|"]
-    lines += [f"| {name} | {mark[ok]} | {detail} |" for name, ok, detail in checks]
+    lines += [f"| {name} | {MARK[ok]} | {detail} |" for name, ok, detail in checks]
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.demo.checks import directions
+from proactive_rl.demo.checks import MARK, directions
 from proactive_rl.demo.report import columns
 
 
@@ -42,11 +42,10 @@ def seeds_table(runs: dict[int, list[dict[str, Any]]]) -> str:
 def directions_table(runs: dict[int, list[dict[str, Any]]], trained_tasks: tuple[str, ...]) -> str:
     """Markdown: one row per direction, one column per seed (yes / **no** / not run)."""
     per_seed = {seed: directions(stages, trained_tasks) for seed, stages in runs.items()}
-    mark = {True: "yes", False: "**no**", None: "not run"}
     seeds = list(per_seed)
     lines = ["| direction | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|" + "---|" * (len(seeds) + 1)]
     for j, (name, _, _) in enumerate(per_seed[seeds[0]]):
-        cells = [f"{mark[per_seed[s][j][1]]} ({per_seed[s][j][2]})" for s in seeds]
+        cells = [f"{MARK[per_seed[s][j][1]]} ({per_seed[s][j][2]})" for s in seeds]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
