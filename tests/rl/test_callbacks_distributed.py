@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from launching import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -59,7 +59,7 @@ def test_zero3_two_processes_agree_and_match_one_process(tmp_path):
     cmd = [str(BIN / "accelerate"), "launch", "--config_file", "launch/zero3.yaml", "--num_processes", "2"]
     cmd += [str(script), "--config", str(recipe), "--use_cpu", "false", "--ddp_backend", "gloo"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu", "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    proc = launch(cmd, clean=(tmp_path / "out",), cwd=ROOT, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
 
     out = tmp_path / "out"
@@ -91,7 +91,7 @@ def test_zero3_two_processes_agree_and_match_one_process(tmp_path):
     cmd = [str(BIN / "accelerate"), "launch", "--config_file", "launch/ddp.yaml", "--num_processes", "2"]
     cmd += ["-m", "proactive_rl.cli", "eval", "--config", str(recipe), "--watch", str(out), "--once", "--settle", "0"]
     cmd += ["--out", str(tmp_path / "watch")]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    proc = launch(cmd, clean=(tmp_path / "watch",), cwd=ROOT, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     assert "evaluated 1 checkpoint(s)" in proc.stdout
     watched = json.loads((tmp_path / "watch" / "checkpoint-2" / "results.json").read_text())

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from launching import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +84,7 @@ def test_zero3_two_processes_with_uneven_rollouts(tmp_path):
         str(tmp_path),
     ]
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=800)
+        proc = launch(cmd, cwd=ROOT, env=env, timeout=800)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"2-process ZeRO-3 streaming GRPO hung (no exit in 800 s)\n{(e.stderr or '')[-4000:]}")
     assert proc.returncode == 0, proc.stderr[-6000:]

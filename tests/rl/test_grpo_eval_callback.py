@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from launching import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -156,7 +156,7 @@ def test_zero3_two_processes_agree_and_match_one_process(trainer, tmp_path):
     cmd += ["--use_cpu", "false", "--ddp_backend", "gloo"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu", "TOKENIZERS_PARALLELISM": "false"}
     env |= {"HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    proc = launch(cmd, clean=(tmp_path / "out",), cwd=ROOT, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
 
     out = tmp_path / "out"
