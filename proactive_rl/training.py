@@ -19,11 +19,10 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
     """Every trainer's ``train_main``: parse ``--config RECIPE.yaml`` and flag overrides with the trainer's
     ``TrlParser``, then ``main(script_args, training_args, model_args)``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from proactive_rl.evaluation.run import end_process_group
+    from proactive_rl.evaluation.shutdown import exit_launched
 
     main(*make_parser().parse_args_and_config(argv))
-    end_process_group()
-    return 0
+    return exit_launched(0)  # under accelerate launch: the group closed, then exit here (no interpreter teardown)
 
 
 def check_model_args(model_args) -> None:
