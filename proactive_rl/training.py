@@ -110,6 +110,34 @@ def peft_config_for(model_args, model, processor, state_tokens: bool = True):
     return config
 
 
+def load_checkpoint_weights(trainer, resume_from_checkpoint: str, model=None) -> bool:
+    """Copy a plain checkpoint's weights into the trainer's model through ``from_pretrained``; False when the
+    checkpoint is not one (PEFT, FSDP, DeepSpeed or sharded: the Trainer's own loader takes it).
+
+    A trainer's ``_load_from_checkpoint`` override calls this (transformers 5.24.0): the Trainer loads
+    ``model.safetensors`` with a raw ``load_state_dict``, but ``save_pretrained`` writes Qwen-VL weights in the hub's
+    key layout (``visual.*``, ``model.layers.*``), so a resume would silently keep the *initial* weights;
+    ``from_pretrained`` maps the keys. A checkpoint that does not match the model is an error naming it.
+    """
+    import os
+
+    from transformers.utils import SAFE_WEIGHTS_NAME
+
+    target = trainer.accelerator.unwrap_model(model if model is not None else trainer.model)
+    plain = os.path.isfile(os.path.join(resume_from_checkpoint, SAFE_WEIGHTS_NAME))
+    if not plain or trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled or hasattr(target, "peft_config"):
+        return False
+    dtype = next(target.parameters()).dtype
+    loaded = type(target).from_pretrained(resume_from_checkpoint, dtype=dtype)
+    missing, unexpected = target.load_state_dict(loaded.state_dict(), strict=False)
+    if unexpected or [k for k in missing if k not in getattr(target, "_tied_weights_keys", {}) or {}]:
+        raise RuntimeError(
+            f"{resume_from_checkpoint}: checkpoint does not match the model (missing {missing[:5]}, "
+            f"unexpected {unexpected[:5]})"
+        )
+    return True
+
+
 def eval_callback_config(raw, where: str = "eval_callback"):
     """A recipe's ``eval_callback`` block validated (`EvalCallbackConfig`) when the recipe is parsed; None stays None."""
     if raw is None:

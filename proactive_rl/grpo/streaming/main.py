@@ -27,6 +27,7 @@ from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
 from proactive_rl.data.frames import frames_of
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
+from proactive_rl.grpo.resume_state import ResumableGRPOMixin
 from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
 from proactive_rl.grpo.streaming.windows import TASK_REWARDS, RolloutWindow, build_windows, composition
@@ -177,7 +178,7 @@ def windows_dataset(windows: list[RolloutWindow]):
     return Dataset.from_list([w.row() for w in windows])
 
 
-class StreamingGRPOTrainer(StreamingOverridesMixin, GRPOTrainer):
+class StreamingGRPOTrainer(ResumableGRPOMixin, StreamingOverridesMixin, GRPOTrainer):
     """``trl.GRPOTrainer`` over rollout windows, with multi-turn streaming rollouts (docs/spec.md §8).
 
     Args:

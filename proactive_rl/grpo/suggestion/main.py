@@ -3,8 +3,9 @@
 An image-model learns to ask for help: each prompt is one state of an MCQA environment (image + question +
 lettered options); 8 sampled answers are scored ``1`` for the correct category, ``r_p`` for a valid proactive
 suggestion and ``0`` otherwise (``proactive_rewards.get_reward("proactive_suggestion", r_p=...)``, the same
-parser the MCQA evaluator uses). Nothing here overrides TRL: images, advantages, clipping, LoRA and the vLLM
-path are `trl.GRPOTrainer` 1.16's own.
+parser the MCQA evaluator uses). Nothing here overrides TRL's GRPO: images, advantages, clipping, LoRA and the vLLM
+path are `trl.GRPOTrainer` 1.16's own; `SuggestionGRPOTrainer` only adds exact resume
+(`proactive_rl.grpo.resume_state`).
 
 Launch (the recipe's first line says the same)::
 
@@ -24,8 +25,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from trl import GRPOConfig, ModelConfig, TrlParser
+from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser
 
+from proactive_rl.grpo.resume_state import ResumableGRPOMixin
 from proactive_rl.training import (
     attach_eval_callback,
     check_model_args,
@@ -328,10 +330,12 @@ def held_out_evaluator(script_args: SuggestionScriptArguments, max_new_tokens: i
 # --- entry points ----------------------------------------------------------------------------------------
 
 
-def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
-    """Model, rows (validated before the first step), guarded reward and `trl.GRPOTrainer`, ready to `train()`."""
-    from trl import GRPOTrainer
+class SuggestionGRPOTrainer(ResumableGRPOMixin, GRPOTrainer):
+    """``trl.GRPOTrainer`` that resumes exactly (`proactive_rl.grpo.resume_state`)."""
 
+
+def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
+    """Model, rows (validated before the first step), guarded reward and `SuggestionGRPOTrainer`, ready to `train()`."""
     from proactive_rl.data.mcqa import rows_to_dataset, suppressed_tokens
 
     check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
@@ -380,7 +384,7 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
         check = getattr(getattr(reward, "fn", reward), "check_columns", None)
         if check is not None:
             check(dataset.column_names)
-    trainer = (GRPOTrainer if replay is None else replay_trainer(replay, script_args.replay_coef))(
+    trainer = (SuggestionGRPOTrainer if replay is None else replay_trainer(replay, script_args.replay_coef))(
         model=model,
         reward_funcs=reward_funcs,
         args=training_args,
@@ -389,16 +393,16 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
         peft_config=peft_config_for(model_args, model, processor, state_tokens=False),  # MCQA: no state tokens
     )
     attach_eval_callback(trainer, script_args.eval_callback)
+    trainer.streaming_replay = replay  # its batch RNG is part of the resume state
     trainer.suppress_tokens = suppress
     trainer.generation_backend = "vllm" if training_args.use_vllm else "transformers"
     return trainer
 
 
 def replay_trainer(replay, coef: float):
-    """`trl.GRPOTrainer` whose loss adds the streaming replay term (`proactive_rl.grpo.suggestion.replay`)."""
-    from trl import GRPOTrainer
+    """`SuggestionGRPOTrainer` whose loss adds the streaming replay term (`proactive_rl.grpo.suggestion.replay`)."""
 
-    class ReplayGRPOTrainer(GRPOTrainer):
+    class ReplayGRPOTrainer(SuggestionGRPOTrainer):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
             term = replay.loss(model)
