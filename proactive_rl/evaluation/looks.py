@@ -159,3 +159,42 @@ def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, 
             metrics.update(named(entry["vision_gain"], prefix="vision_gain_"))
         summary.setdefault("counterfactual", {})[kind] = entry
     return metrics, summary
+
+
+def mcqa_looks(evaluator, records: list[dict], swapped: list[dict]) -> tuple[dict, dict]:
+    """``(metrics, summary)`` of the image-blind policy (``blind_acc``, ``blind_ps``) and of the swapped images
+    (``acc_swap``, ``ps_swap``, ``vision_gain_acc``) of an MCQA evaluation (`proactive_eval.baseline_mcqa`)."""
+    from proactive_eval.baseline_mcqa import blind_mcqa_summary
+    from proactive_eval.metrics.proactivebench import proactivebench_summary
+
+    played = {r["id"] for r in records}
+    envs = [e for e in evaluator.items() if e.id in played]
+    blind = blind_mcqa_summary(envs, evaluator.baseline_items())
+    metrics = {"blind_acc": float(blind["acc"]), "blind_ps": float(blind["ps"])}
+    summary: dict[str, Any] = {"blind": blind}
+    if swapped:
+        ids = {r["id"] for r in swapped}
+        own = proactivebench_summary([r for r in records if r["id"] in ids])
+        cf = proactivebench_summary(swapped)
+        gain = {"acc": own["acc"] - cf["acc"], "ps": own["ps"] - cf["ps"]}
+        summary["counterfactual"] = {"swap": {**cf, "vision_gain": gain}}
+        metrics.update(acc_swap=float(cf["acc"]), ps_swap=float(cf["ps"]), vision_gain_acc=float(gain["acc"]))
+    return metrics, summary
+
+
+def mcqa_looks_markdown(summary: dict) -> str:
+    """The blind-policy and swapped-images rows under an MCQA report (docs/spec.md §14)."""
+    rows = [("model", summary)]
+    if summary.get("blind"):
+        rows.append(("blind policy", summary["blind"]))
+    swap = (summary.get("counterfactual") or {}).get("swap")
+    if swap:
+        rows.append(("images swapped (swap)", swap))
+    lines = ["", "## Does the model look? (docs/spec.md §14)", "", "| row | n | acc | ps |", "|---|---|---|---|"]
+    lines += [f"| {name} | {r.get('n', '–')} | {r['acc']:.1f} | {r['ps']:.2f} |" for name, r in rows]
+    if swap:
+        lines.append(f"\nvision gain (acc − acc with swapped images): {swap['vision_gain']['acc']:.1f}")
+    for dataset, policy in (summary.get("blind") or {}).get("policies", {}).items():
+        how = summary["blind"]["fit"].get(dataset, "")
+        lines.append(f"- blind policy of {dataset} ({how.replace('_', ' ')}): {policy['described']}")
+    return "\n".join(lines) + "\n"

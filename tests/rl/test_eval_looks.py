@@ -138,3 +138,41 @@ def test_training_callback_logs_the_blind_row_and_the_vision_gain(tmp_path):
     for key in ("blind_prs_b", "blind_prs_u", "atomic/blind_prs_b", "vision_gain_prs_b", "prs_b_swap"):
         assert logged[f"eval_prs/{key}"] == pytest.approx(metrics[f"prs/{key}"])
     assert logged["eval_prs/vision_gain_prs_b"] == pytest.approx(metrics["prs/prs_b"] - metrics["prs/prs_b_swap"])
+
+
+def test_mcqa_evaluator_reports_the_blind_policy_and_the_swap(tiny, monkeypatch, tmp_path):
+    from proactive_eval.baseline_mcqa import blind_mcqa_summary
+
+    # a constant answer: the same option whatever the image, so swapping the images changes nothing
+    monkeypatch.setattr("proactive_rl.evaluation.policy.mcqa_answer_fn", lambda *a, **k: lambda obs, hint: "A.")
+    envs = [{"kind": "occlusion", "n": 4, "seed": 0}]
+    raw = {"type": "mcqa", "environments": envs, "baseline_environments": envs, "counterfactual": ["swap"]}
+    [evaluator] = build_evaluators(EvalCallbackConfig.from_dict({"evaluators": [raw]}).evaluators)
+    results = evaluate_model(*tiny, [evaluator], out_dir=tmp_path)
+    m = results["metrics"]
+    assert m["mcqa/acc_swap"] == m["mcqa/acc"] and m["mcqa/vision_gain_acc"] == 0.0
+    expected = blind_mcqa_summary(evaluator.items(), evaluator.baseline_items())
+    assert m["mcqa/blind_acc"] == expected["acc"] >= m["mcqa/acc"]  # fitted on these: at least any constant answer
+    assert "blind policy" in (tmp_path / "mcqa" / "report.md").read_text()
+    assert len((tmp_path / "mcqa" / "outcomes_swap.jsonl").read_text().splitlines()) == 4
+
+
+def test_the_baseline_command_prints_the_evaluators_blind_row(tiny, monkeypatch, tmp_path, capsys):
+    from proactive_eval import cli
+    from proactive_eval.episodes import save_episodes
+    from proactive_rl.synthetic import OraclePolicy, generate_episodes
+
+    monkeypatch.setattr("proactive_rl.evaluation.policy.model_policy", lambda *a, **k: OraclePolicy())
+    files = {}
+    for split, seed in (("test", 3), ("train", 4)):
+        files[split] = tmp_path / f"{split}.json"
+        save_episodes(files[split], [*generate_episodes("accident", 4, seed), *generate_episodes("atomic", 3, seed)])
+    raw = prs_eval(n=0) | {"episodes": [str(files["test"])], "baseline_episodes": [str(files["train"])]}
+    [evaluator] = build_evaluators(EvalCallbackConfig.from_dict({"evaluators": [raw]}).evaluators)
+    metrics = evaluate_model(*tiny, [evaluator])["metrics"]
+    assert cli.main(["baseline", "--episodes", str(files["test"]), "--fit", str(files["train"]), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)["prs"]
+    for key in ("prs_u", "prs_b"):
+        assert metrics[f"prs/blind_{key}"] == printed["overall"][key]
+        for task in ("accident", "atomic"):
+            assert metrics[f"prs/{task}/blind_{key}"] == printed["groups"][task][key]
