@@ -99,21 +99,6 @@ def test_markdown_table_hand_checked():
     assert "**not run: x**" in table[3]
 
 
-def test_blind_row_and_vision_gains_hand_checked():
-    metrics = {"prs_b": 50.0, "accident/prs_b": 80.0, "acc": 35.0, "blind_prs_b": 90.0, "accident/blind_prs_b": 91.0}
-    metrics |= {"blind_acc": 35.0, "vision_gain_prs_b": 0.0, "accident/vision_gain_prs_b": 1.5, "vision_gain_acc": 0.0}
-    rows = [{"name": "untrained", "metrics": {"prs_b": 0.0}}, {"name": "SFT", "metrics": metrics}]
-    table = report.markdown_table(rows).splitlines()
-    header = table[0].split(" | ")
-    blind = [c.strip() for c in table[-1].strip("|").split("|")]
-    assert blind[0] == report.BLIND
-    assert blind[header.index("PRS-B")] == "90.00" and blind[header.index("accident PRS-B")] == "91.00"
-    assert blind[header.index("MCQA acc")] == "35.00" and blind[header.index("PAUC ω=.5 (rule)")] == "–"
-    head, looks = report.looks_rows(rows)
-    assert looks == [["SFT", "1.50", "–", "0.00"]] and head == ["stage", "accident PRS-B", "PAUC ω=.5", "MCQA acc"]
-    assert "vision gain" in report.console_table(rows) and report.BLIND in report.console_table(rows)
-
-
 def test_derived_recipe_keeps_the_shipped_fields(tmp_path):
     import yaml
 

@@ -31,20 +31,14 @@ def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
     from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, PAUCEvaluator, PRSEvaluator
     from proactive_rl.synthetic.export import DATASET_RULES
 
-    # Does the model look? (docs/spec.md §14): every evaluator fits its blind baseline on the train split and plays
-    # the held-out items again with another item's frames / images (swap).
     prs = {
         "type": "prs",
         "episodes": [{"source": str(task_file(data, "test", t))} for t in settings.prs_tasks],
-        "baseline_episodes": [{"source": str(task_file(data, "train", t))} for t in settings.prs_tasks],
-        "counterfactual": ["swap"],
         "max_new_tokens": settings.prs_max_new_tokens,
     }
     pauc = {
         "type": "pauc",
         "episodes": [{"source": str(task_file(data, "test", PAUC_TASK))}],
-        "baseline_episodes": [{"source": str(task_file(data, "train", PAUC_TASK))}],
-        "counterfactual": ["swap"],
         "max_items": settings.eval_pauc_episodes,
         "max_new_tokens": settings.max_new_tokens,
         "judge": {"type": "rule", "kind": "token_f1"},
@@ -53,10 +47,6 @@ def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
     mcqa = {
         "type": "mcqa",
         "environments": [{"path": str(env_file(data, "test", k)), "dataset": DATASET_RULES[k]} for k in kinds],
-        "baseline_environments": [
-            {"path": str(env_file(data, "train", k)), "dataset": DATASET_RULES[k]} for k in kinds
-        ],
-        "counterfactual": ["swap"],
         "max_new_tokens": 1,
         "answer_letters_only": True,
         "protocol": "unfiltered",  # synthetic exports, not the benchmark's files
@@ -76,25 +66,12 @@ def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
     ]
 
 
-def _looks(entries: dict[str, Any], tasks: tuple) -> dict[str, Any]:
-    """The blind baselines and vision gains (docs/spec.md §14): ``blind_prs_b``, ``<task>/blind_prs_b``,
-    ``<task>/vision_gain_prs_b``, ``blind_pauc``, ``vision_gain_pauc``, ``blind_acc``, ``vision_gain_acc``, ...."""
-    prs, pauc, mcqa = (entries[k]["metrics"] for k in ("prs", "pauc", "mcqa"))
-    out = {k: prs.get(k) for k in ("blind_prs_u", "blind_prs_b", "vision_gain_prs_u", "vision_gain_prs_b")}
-    for task in tasks:
-        for key in ("blind_prs_u", "blind_prs_b", "vision_gain_prs_b"):
-            out[f"{task}/{key}"] = prs.get(f"{task}/{key}")
-    out["blind_pauc"], out["vision_gain_pauc"] = pauc.get("blind_pauc_w0.5"), pauc.get("vision_gain_pauc_w0.5")
-    out.update({k: mcqa.get(k) for k in ("blind_acc", "blind_ps", "vision_gain_acc")})
-    return out
-
-
 def evaluate_stage(
     model_dir: Path, data: Path, settings: DemoSettings, out: Path, progress: bool = True, label: str = ""
 ) -> dict[str, Any]:
     """Evaluate the model saved in `model_dir` (`evaluate_model`: ``out/results.json``, one folder of reports per
     evaluator); returns the metrics: ``{"<task>/prs_u", "<task>/prs_b", "prs_u", "prs_b", "pauc", "acc", "ps"}``
-    (× 100 except ps) and the blind baselines and vision gains (`_looks`) plus ``"predictions"`` (episode id -> ``[(time, text)]``) for the timelines."""
+    (× 100 except ps) plus ``"predictions"`` (episode id -> ``[(time, text)]``) for the timelines."""
     import torch
 
     from proactive_rl.evaluation import evaluate_model
@@ -116,7 +93,6 @@ def evaluate_stage(
         metrics[f"{task}/prs_u"], metrics[f"{task}/prs_b"] = group.get("prs_u"), group.get("prs_b")
     metrics["pauc"] = entries["pauc"]["metrics"].get("pauc_w0.5")
     metrics["acc"], metrics["ps"] = entries["mcqa"]["summary"]["acc"], entries["mcqa"]["summary"]["ps"]
-    metrics.update(_looks(entries, settings.prs_tasks))
     predictions = {}
     for name in ("prs", "pauc"):
         path = out / name / "predictions.jsonl"

@@ -32,19 +32,8 @@ def _cell(value) -> str:
     return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-BLIND = "blind schedule (no frames)"
-
-
-def _blind_key(key: str) -> str:
-    """The metric key of a column's blind baseline: ``accident/prs_b`` → ``accident/blind_prs_b``, ``acc`` →
-    ``blind_acc`` (docs/spec.md §14)."""
-    task, _, metric = key.rpartition("/")
-    return f"{task}/blind_{metric}" if task else f"blind_{metric}"
-
-
 def table_rows(stages: list[dict[str, Any]]) -> list[list[str]]:
-    """One row per stage: its name, then the metrics, or a single ``not run: <reason>`` cell; then the blind
-    schedule's row (fitted on the train split, the same for every stage: it never sees a frame), when measured."""
+    """One row per stage: its name, then the metrics, or a single ``not run: <reason>`` cell."""
     cols = columns(stages)
     rows = []
     for stage in stages:
@@ -52,20 +41,7 @@ def table_rows(stages: list[dict[str, Any]]) -> list[list[str]]:
             rows.append([stage["name"], f"**{stage['status']}**"] + [""] * (len(cols) - 1))
         else:
             rows.append([stage["name"]] + [_cell(stage["metrics"].get(key)) for _, key in cols])
-    measured = [s["metrics"] for s in stages if s.get("metrics") and s["metrics"].get("blind_prs_b") is not None]
-    if measured:
-        rows.append([BLIND] + [_cell(measured[-1].get(_blind_key(key))) for _, key in cols])
     return rows
-
-
-def looks_rows(stages: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """``(header, rows)``: per stage, the vision gain (metric − metric with another item's frames / images) of each
-    task's PRS-B, PAUC and MCQA acc (docs/spec.md §14); no rows when no stage measured it."""
-    tasks = [k.split("/")[0] for _, k in columns(stages) if k.endswith("/prs_b")]
-    keys = [f"{t}/vision_gain_prs_b" for t in tasks] + ["vision_gain_pauc", "vision_gain_acc"]
-    header = ["stage"] + [f"{t} PRS-B" for t in tasks] + ["PAUC ω=.5", "MCQA acc"]
-    ran = [s for s in stages if s.get("metrics") and s["metrics"].get("vision_gain_prs_b") is not None]
-    return header, [[s["name"]] + [_cell(s["metrics"].get(k)) for k in keys] for s in ran]
 
 
 def markdown_table(stages: list[dict[str, Any]]) -> str:
@@ -79,23 +55,12 @@ def console_table(stages: list[dict[str, Any]]) -> str:
     """A fixed-width table for the terminal (a failed or skipped stage shows its reason across the row)."""
     header = ["stage"] + [name for name, _ in columns(stages)]
     widths = [max(len(header[0]), *(len(s["name"]) for s in stages))] + [max(len(h), 6) for h in header[1:]]
-    rows = table_rows(stages)
-    widths[0] = max(widths[0], *(len(r[0]) for r in rows))
     lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths)))]
-    for i, row in enumerate(rows):
-        if i < len(stages) and stages[i].get("metrics") is None:
-            lines.append(row[0].ljust(widths[0]) + "  " + stages[i]["status"])
+    for stage, row in zip(stages, table_rows(stages)):
+        if stage.get("metrics") is None:
+            lines.append(row[0].ljust(widths[0]) + "  " + stage["status"])
         else:
             lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
-    head, looks = looks_rows(stages)
-    if looks:
-        lines += ["", "vision gain (score - score with another held-out item's frames / images):"]
-        width = max(len(head[0]), *(len(r[0]) for r in looks))
-        lines.append("  ".join([head[0].ljust(width)] + [h.rjust(max(len(h), 6)) for h in head[1:]]))
-        for row in looks:
-            lines.append(
-                "  ".join([row[0].ljust(width)] + [c.rjust(max(len(h), 6)) for c, h in zip(row[1:], head[1:])])
-            )
     return "\n".join(lines)
 
 
@@ -189,23 +154,6 @@ def plot_timeline(episode, stages: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def _looks_markdown(stages: list[dict[str, Any]]) -> list[str]:
-    """Does the model look? The vision gains of every stage (docs/spec.md §14), under the main table."""
-    header, rows = looks_rows(stages)
-    if not rows:
-        return []
-    lines = [
-        f"**Does the model look?** The *{BLIND}* row is the best frame-independent schedule (PRS, PAUC) or image-blind "
-        "policy (MCQA), fitted on the train split and scored like the models (docs/spec.md §14). The vision gain is a "
-        "stage's score minus its score with each held-out item's frames (images) swapped for another's of the same "
-        "task; 0 means its answers do not depend on what it is shown.",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---" for _ in header) + "|",
-    ]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows] + [""]
-
-
 def write_report(
     out: Path, stages: list[dict[str, Any]], timeline_episodes: list, meta: dict[str, Any], checks: str = ""
 ) -> dict[str, Path]:
@@ -227,7 +175,6 @@ def write_report(
         "",
         markdown_table(stages),
         "",
-        *_looks_markdown(stages),
         *(["What the demo should show (`proactive_rl/demo/checks.py`):", "", checks, ""] if checks else []),
         "| stage | what ran | train s | eval s |",
         "|---|---|---|---|",

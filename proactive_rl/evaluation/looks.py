@@ -198,3 +198,23 @@ def mcqa_looks_markdown(summary: dict) -> str:
         how = summary["blind"]["fit"].get(dataset, "")
         lines.append(f"- blind policy of {dataset} ({how.replace('_', ' ')}): {policy['described']}")
     return "\n".join(lines) + "\n"
+
+
+def oeg_looks(evaluator, rows: list[dict], swapped: list[dict], swapped_rows: list[dict], judge) -> tuple[dict, dict]:
+    """``(metrics, summary)`` of the blind answer (``blind_agg``, ``blind_acc``, ``blind_ps``) and of the swapped
+    images (``agg_swap``, ``vision_gain_agg``) of an OEG evaluation (`proactive_eval.baseline_mcqa`)."""
+    from proactive_eval.baseline_mcqa import blind_oeg_summary
+    from proactive_eval.metrics.proactivebench import oeg_summary
+
+    keys = ("agg", "acc", "ps")
+    blind = blind_oeg_summary(rows, judge, evaluator.baseline_items())
+    metrics = {f"blind_{k}": float(blind[k]) for k in keys}
+    summary: dict[str, Any] = {"blind": blind}
+    if swapped_rows:
+        ids = {r["id"] for r in swapped}
+        own, cf = oeg_summary([r for r in rows if r["id"] in ids]), oeg_summary(swapped_rows)
+        gain = {k: own[k] - cf[k] for k in keys}
+        summary["counterfactual"] = {"swap": {**cf, "vision_gain": gain}}
+        metrics.update({f"{k}_swap": float(cf[k]) for k in keys})
+        metrics.update({f"vision_gain_{k}": float(gain[k]) for k in keys})
+    return metrics, summary
