@@ -24,6 +24,16 @@ logger = logging.getLogger(__name__)
 COUNTERFACTUAL_PREDICTIONS = "predictions_counterfactual.jsonl"
 
 
+def blind_key(metric: str) -> str:
+    """The key of a metric's blind baseline: ``prs/accident/prs_b`` → ``prs/accident/blind_prs_b``."""
+    head, sep, tail = metric.rpartition("/")
+    return f"{head}{sep}blind_{tail}"
+
+
+def is_blind(metric: str) -> bool:
+    return metric.rpartition("/")[2].startswith("blind_")
+
+
 def counterfactual_sources(evaluator, frame_source) -> dict[str, Any]:
     """``kind -> frame source`` of the evaluator's counterfactuals, paired over all its items (every rank alike)."""
     from proactive_eval.counterfactual import counterfactual_source

@@ -232,3 +232,31 @@ def test_mcqa_on_jsonl_sees_the_images_too(tiny, tmp_path):
     results = evaluate_model(*tiny, build_evaluators(config.evaluators))
     assert results["complete"], results["incomplete"]
     assert results["evaluators"]["mcqa"]["num_items"] == 2
+
+
+def test_swap_shows_another_records_first_image_with_the_same_question(tiny, tmp_path, monkeypatch):
+    import proactive_rl.evaluation.policy as policy
+
+    seen = []
+    real = policy.image_answer_fn
+
+    def spy(*args, **kwargs):
+        answer = real(*args, **kwargs)
+        return lambda image, text: seen.append((int(np.asarray(image).mean()), text)) or answer(image, text)
+
+    monkeypatch.setattr(policy, "image_answer_fn", spy)
+    specs = _records(tmp_path / "data")
+    with FakeOpenAI(answer=_judge_answer) as server:
+        judge = {"type": "openai", "base_url": server.base_url, "model": "qwen3-8b", "max_retries": 0}
+        raw = {"type": "oeg", "environments": specs, "max_new_tokens": 2, "judge": judge, "protocol": "unfiltered"}
+        raw["counterfactual"] = ["swap"]
+        config = EvalCallbackConfig.from_dict({"evaluators": [raw]})
+        results = evaluate_model(*tiny, build_evaluators(config.evaluators))
+    # QD's two records swap first images (grey 10 <-> 30), questions unchanged; ROD and VSOD have no partner
+    assert seen[:4] == [(10, "What is drawn (1)?"), (30, "What is drawn (1)?"), (30, "What is drawn (2)?")] + [
+        (10, "What is drawn (2)?")
+    ]
+    assert len(seen) == 6
+    m = results["metrics"]
+    assert m["oeg/agg_swap"] == 100.0  # the scripted judge rates by question: QD is judged as the model's answers
+    assert m["oeg/vision_gain_agg"] == 0.0
