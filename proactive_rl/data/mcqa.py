@@ -182,7 +182,10 @@ def parse_environments(raw: Any, where: str, default_num_envs: int | None = None
     if isinstance(raw, (str, dict, EnvironmentSpec)):
         raw = [raw]
     if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{where}: expected a non-empty list of environment sources, got {raw!r}")
+        raise ValueError(
+            f"{where}: expected a list of environment entries ({{kind, num_envs, seed}} or {{source, dataset}}), "
+            f"got {raw!r}"
+        )
     return [EnvironmentSpec.from_dict(item, f"{where}[{i}]", default_num_envs) for i, item in enumerate(raw)]
 
 

@@ -74,6 +74,8 @@ class MCQAEvaluator(Evaluator):
 
     def _protocol(self) -> str | None:
         """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
+        if not self.config.environments:  # items given directly
+            return None
         specs = parse_environments(self.config.environments, "environments", DEFAULT_NUM_ENVS)
         return self.config.protocol if any(s.source != "synthetic" for s in specs) else None
 

@@ -129,8 +129,8 @@ def test_cli_and_bad_arguments(sources, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_the_suggestion_trainer_trains_on_the_rows(sources, tmp_path):
-    from proactive_rl.grpo.suggestion.main import main as train
     from proactive_rl.data.mcqa import parse_environments
+    from proactive_rl.grpo.suggestion.main import main as train
     from proactive_rl.grpo.suggestion.main import make_parser
 
     root, instances, _ = sources
@@ -140,7 +140,9 @@ def test_the_suggestion_trainer_trains_on_the_rows(sources, tmp_path):
                  "logging_steps": 1, "eval_before": "false"}.items():  # fmt: skip
         argv += [f"--{k}", str(v)]
     script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
-    script_args.environments = parse_environments([{"source": str(tmp_path / "data/rows.jsonl"), "format": "rows"}], "env")
+    script_args.environments = parse_environments(
+        [{"source": str(tmp_path / "data/rows.jsonl"), "format": "rows"}], "env"
+    )
     script_args.eval_environments = None
     trainer = train(script_args, training_args, model_args)
     assert trainer.state.global_step == 2 and len(trainer.train_dataset) == 12

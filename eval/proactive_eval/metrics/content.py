@@ -19,18 +19,6 @@ from collections.abc import Callable, Iterable
 from proactive_rewards.task_table import get_task, list_tasks
 
 
-def free_text_tasks() -> tuple[str, ...]:
-    """The tasks whose targets are free text (``TaskSpec.content == "free_text"``), scored by a similarity or a
-    judge rather than exact match.
-
-    Example:
-
-    >>> free_text_tasks()
-    ('intervention',)
-    """
-    return tuple(name for name in list_tasks() if get_task(name).content == "free_text")
-
-
 class NamedScorer:
     """A content scorer ``(response_text, target_text) -> c`` with the `name` the reports show."""
 
