@@ -91,11 +91,10 @@ class MCQAEvaluator(Evaluator):
         _check_environments(config, where)
         if config.baseline_episodes is not None:
             raise ValueError(f"{where}: 'baseline_episodes' is for prs / pauc evaluators; use 'baseline_environments'")
-        if config.baseline_environments is not None:
-            reference = copy.copy(config)
-            reference.environments = config.baseline_environments
-            _check_environments(reference, where.rstrip(".") + ".baseline")
-            config.baseline_environments = reference.environments
+        if config.baseline_environments is not None:  # the environments the image-blind policy is fitted on
+            if isinstance(config.baseline_environments, dict):
+                config.baseline_environments = [config.baseline_environments]
+            parse_environments(config.baseline_environments, f"{where}.baseline_environments", DEFAULT_NUM_ENVS)
 
     def _load(self) -> list:
         return build_environments(self.config.environments, self.config.hint, self.config.protocol, self.config.skip)

@@ -197,3 +197,9 @@ def test_leaderboard_has_a_blind_row_and_the_vision_gain(tmp_path):
     step4 = [c.strip() for c in lines[5].strip("|").split("|")]
     assert step4[header.index("prs/vision_gain_prs_b")] == "20.00"
     assert written["plot"].stat().st_size > 0
+
+
+def test_bad_baseline_environments_name_the_field():
+    raw = {"type": "mcqa", "environments": [{"kind": "occlusion", "n": 2}], "baseline_environments": [{"n": 2}]}
+    with pytest.raises(ValueError, match=r"evaluators\[0\].baseline_environments\[0\]"):
+        EvalCallbackConfig.from_dict({"evaluators": [raw]})
