@@ -2,11 +2,16 @@
 ``resume_from_checkpoint`` continues as the uninterrupted run would have.
 
 What transformers' checkpoint already restores: weights (see below), optimizer, scheduler, `TrainerState` (log
-history), the data order (its ``RepeatSampler`` is seeded and the Trainer skips the batches already trained) and the
-global RNG states of every rank (``rng_state_<rank>.pth``), from which every rollout group draws its sampling seed.
-What it misses, saved here per rank as ``proactive_rl_state_<rank>.pt`` in the checkpoint folder by
-`ResumeStateCallback` and put back by `restore_resume_state` before training resumes:
+history), the position in the epoch (the Trainer skips the batches already trained) and the global RNG states of
+every rank (``rng_state_<rank>.pth``), from which every rollout group draws its sampling seed. What it misses, saved
+here per rank as ``proactive_rl_state_<rank>.pt`` in the checkpoint folder by `ResumeStateCallback` and put back by
+`restore_resume_state` before training resumes:
 
+- the window order of the epoch the run resumes in: TRL's ``RepeatSampler`` draws each epoch's permutation from one
+  seeded generator that a new run starts afresh, so a run resumed in its second epoch replayed the first epoch's
+  order (measured under ZeRO-3: the step-3 rollouts differed, |Δw| 2.5e-4); its generator state at the start of the
+  checkpoint's epoch, and after that epoch's draw, are saved, and the new sampler starts from the one the resumed
+  epoch needs;
 - the counters of every `GuardedReward` (completions seen / failed): ``max_error_rate`` is a rate over the whole run;
 - the streaming replay's batch RNG (suggestion GRPO with ``replay_mixture``);
 - TRL's micro-step counter ``_step`` and, when the checkpoint falls inside a generation cycle
@@ -20,8 +25,9 @@ uninterrupted one). `ResumableGRPOMixin` loads them through `proactive_rl.traini
 the SFT trainer does.
 
 Private library touches (pinned: trl 1.16.0, transformers 5.24.0; `PRIVATE` lists them and
-``tests/rl/test_grpo_resume.py`` checks they still exist): ``Trainer._load_from_checkpoint`` (overridden),
-``GRPOTrainer._step`` and ``GRPOTrainer._buffered_inputs`` (read and written).
+``tests/rl/test_grpo_resume.py`` checks they still exist): ``Trainer._load_from_checkpoint`` and
+``GRPOTrainer._get_train_sampler`` (overridden), ``RepeatSampler.generator``, ``GRPOTrainer._step`` and
+``GRPOTrainer._buffered_inputs`` (read and written).
 """
 
 from __future__ import annotations
@@ -41,16 +47,33 @@ logger = logging.getLogger(__name__)
 
 STATE_FILE = "proactive_rl_state_{rank}.pt"
 # what this module reads or overrides that the libraries do not document (checked by the tests)
-PRIVATE = {"Trainer": ("_load_from_checkpoint",), "GRPOTrainer": ("_step", "_buffered_inputs")}
+PRIVATE = {
+    "Trainer": ("_load_from_checkpoint",),
+    "GRPOTrainer": ("_get_train_sampler", "_step", "_buffered_inputs"),
+    "RepeatSampler": ("generator",),
+}
 
 
 class ResumableGRPOMixin:
     """Mixed in before ``trl.GRPOTrainer``: every checkpoint gets the resume state (`ResumeStateCallback`), and
     ``train(resume_from_checkpoint=...)`` loads the checkpoint's weights and puts that state back (module docstring)."""
 
+    _train_sampler = None  # the sampler of the running epoch loop (its generator orders the windows)
+    _epoch_start_order = None  # its generator state at the start of the running epoch
+    _resumed_order = None  # set by `restore_resume_state`: the state the next sampler starts from
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.add_callback(ResumeStateCallback(self))
+
+    def _get_train_sampler(self, dataset=None):
+        sampler = super()._get_train_sampler(dataset)
+        if getattr(sampler, "generator", None) is not None:
+            self._train_sampler = sampler
+            if self._resumed_order is not None:
+                sampler.generator.set_state(self._resumed_order)
+                self._resumed_order = None
+        return sampler
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args, **kwargs):
         restore_resume_state(self, resume_from_checkpoint)
@@ -82,6 +105,11 @@ def resume_state(trainer) -> dict[str, Any]:
     replay = getattr(trainer, "streaming_replay", None)
     if replay is not None:
         state["replay_rng"] = replay.rng.getstate()
+    sampler = getattr(trainer, "_train_sampler", None)
+    if sampler is not None:
+        # at the end of an epoch the resumed run starts the next one: it needs the state after this epoch's draw
+        at_epoch_end = float(trainer.state.epoch or 0).is_integer()
+        state["window_order"] = sampler.generator.get_state() if at_epoch_end else trainer._epoch_start_order
     return state
 
 
@@ -90,6 +118,11 @@ class ResumeStateCallback(TrainerCallback):
 
     def __init__(self, trainer):
         self.trainer = trainer
+
+    def on_epoch_begin(self, args, state, control, **kwargs):  # before the epoch draws its window order
+        sampler = getattr(self.trainer, "_train_sampler", None)
+        if sampler is not None:
+            self.trainer._epoch_start_order = sampler.generator.get_state()
 
     def on_save(self, args, state, control, **kwargs):
         folder = Path(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
@@ -134,3 +167,5 @@ def restore_resume_state(trainer, resume_from_checkpoint: str | bool | None) -> 
     replay = getattr(trainer, "streaming_replay", None)
     if replay is not None and "replay_rng" in state:
         replay.rng.setstate(state["replay_rng"])
+    if state.get("window_order") is not None:
+        trainer._resumed_order = state["window_order"].cpu()

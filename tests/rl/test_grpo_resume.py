@@ -146,6 +146,8 @@ def prs_results(trainer, tmp_path: Path) -> dict:
     "cycle",
     [
         pytest.param({}, id="checkpoint-between-rollouts"),
+        # 6 windows, 2 per step: checkpoint-3 ends the first epoch, the resumed run starts the second one
+        pytest.param({"save_steps": 3}, id="checkpoint-at-an-epoch-end"),
         # 2 steps per rollout batch, a save after step 1: the resumed run must train step 2 on the buffered rollouts
         pytest.param({"steps_per_generation": 2, "save_steps": 1}, id="checkpoint-inside-a-rollout-cycle"),
     ],
@@ -249,11 +251,17 @@ def test_private_touches_still_exist_in_the_installed_libraries():
     transformers 5.24.0)."""
     import transformers.trainer
     from trl import GRPOTrainer
+    from trl.trainer.utils import RepeatSampler
 
     params = list(inspect.signature(Trainer._load_from_checkpoint).parameters)
     assert params == ["self", "resume_from_checkpoint", "model"], params
     assert "self._load_from_checkpoint(resume_from_checkpoint" in inspect.getsource(transformers.trainer)
     source = inspect.getsource(GRPOTrainer)
-    for name in resume_state.PRIVATE["GRPOTrainer"]:
+    for name in ("_step", "_buffered_inputs"):
         assert f"self.{name} = " in source, name
     assert "self._buffered_inputs[self._step % self.args.steps_per_generation]" in source
+    assert list(inspect.signature(GRPOTrainer._get_train_sampler).parameters) == ["self", "dataset"]
+    assert "return RepeatSampler(" in inspect.getsource(GRPOTrainer._get_train_sampler)
+    sampler = RepeatSampler(list(range(4)), mini_repeat_count=2, seed=0)  # one generator draws every epoch's order
+    first, second = list(sampler), list(sampler)
+    assert first != second and isinstance(sampler.generator, torch.Generator)
