@@ -129,8 +129,9 @@ def test_cli_and_bad_arguments(sources, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_the_suggestion_trainer_trains_on_the_rows(sources, tmp_path):
+    from proactive_rl.grpo.suggestion.config import parse_sources
     from proactive_rl.grpo.suggestion.main import main as train
-    from proactive_rl.grpo.suggestion.main import make_parser, parse_sources
+    from proactive_rl.grpo.suggestion.main import make_parser
 
     root, instances, _ = sources
     build(root, instances, tmp_path / "data", 0.5, num_coco=6, num_qd=6)
