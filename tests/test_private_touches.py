@@ -87,7 +87,7 @@ def project_attributes(trees: dict[str, ast.Module]) -> set[str]:
                     elif isinstance(item, (ast.Assign, ast.AnnAssign)):
                         targets = item.targets if isinstance(item, ast.Assign) else [item.target]
                         names.update(t.id for t in targets if isinstance(t, ast.Name))
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):  # not `+=`: that needs the attribute already
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     for t in ast.walk(target):
                         if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
