@@ -28,8 +28,8 @@ class StreamingGRPOConfig(GRPOConfig):
         max_turn_tokens (`int`, *optional*, defaults to `16`): per-turn cap on decoded tokens; a turn that reaches
             it is closed with its end-of-turn token (counted in ``rollout/truncated_turns``).
         reward_alpha (`float`, *optional*, defaults to `0.05`): temporal decay α of every task reward (docs/spec.md §4, §7).
-        reward_lambda (`float`, *optional*, defaults to `0.2`): penalty λ per extra/invalid output (accident,
-            compositional; docs/spec.md §7).
+        reward_lambda (`float`, *optional*, defaults to `0.2`): penalty λ per extra/invalid output of the tasks whose
+            `TaskSpec.penalized` is set (accident, compositional; docs/spec.md §7).
         reward_on_error (`str`, *optional*, defaults to `"raise"`): a reward that raises or returns the wrong number
             of values stops the run naming it (``"raise"``) or skips its group with a logged error rate (``"skip"``).
         system_prompt (`str`, *optional*): the system turn; defaults to `proactive_rl.chat.DEFAULT_SYSTEM_PROMPT`.
@@ -76,6 +76,8 @@ class StreamingGRPOScriptArguments:
             dispatches to (recipes name it so one command serves SFT and GRPO).
         dataset_mixture (`list`): training episode sources (`proactive_rl.data.mixture.DatasetSource`).
         eval_mixture (`list`, *optional*): held-out sources.
+        register_tasks (`list[str]`, *optional*): user tasks to add to the task table before the data loads, by
+            import path (``my_pkg.tasks:SPEC`` or a module that registers them; `proactive_rewards.load_tasks`).
         on_bad_record (`str`, *optional*, defaults to `"raise"`): for episode files, see `load_episodes`.
         lead_s, tail_s, max_window_s, prefix_s (`float`): window construction, see `build_windows`.
         tasks (`list[str]`, *optional*): keep only these tasks' windows.
@@ -87,6 +89,8 @@ class StreamingGRPOScriptArguments:
     """
 
     trainer: str = field(default="grpo_streaming", metadata={"help": "Trainer to dispatch to."})
+    # user tasks by import path, registered before the data loads (proactive_rewards.load_tasks).
+    register_tasks: list[str] | None = field(default=None, metadata={"help": "User tasks: import paths."})
     dataset_mixture: Any = field(default=None, metadata={"help": "Training episode sources."})
     eval_mixture: Any = field(default=None, metadata={"help": "Held-out episode sources."})
     on_bad_record: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})

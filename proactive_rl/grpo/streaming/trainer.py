@@ -29,7 +29,7 @@ from proactive_rl.data.frames import frames_of
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
 from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
-from proactive_rl.grpo.streaming.windows import TASK_REWARDS, RolloutWindow, composition
+from proactive_rl.grpo.streaming.windows import RolloutWindow, composition
 from proactive_rl.streaming import SamplingParams
 
 logger = logging.getLogger(__name__)
@@ -44,16 +44,13 @@ PRIVATE_TOUCHES = {
 
 def task_rewards(windows: list[RolloutWindow], args: StreamingGRPOConfig) -> list:
     """The `proactive_rewards` reward of every task present (each scores its own task's rows, `None` elsewhere)."""
-    from proactive_rewards import get_reward
+    from proactive_rewards import get_reward, get_task
     from proactive_rl.grpo.reward_guard import guard_rewards
 
-    names = sorted({TASK_REWARDS[w.task] for w in windows})
-    funcs = []
-    for name in names:
-        params = {"alpha": args.reward_alpha}
-        if name in ("accident", "compositional"):
-            params["lam"] = args.reward_lambda
-        funcs.append(get_reward(name, **params))
+    specs = {get_task(w.task).reward: get_task(w.task) for w in windows}  # reward name -> a task it scores
+    funcs = [
+        get_reward(name, **specs[name].reward_params(args.reward_alpha, args.reward_lambda)) for name in sorted(specs)
+    ]
     return guard_rewards(funcs, on_error=args.reward_on_error, num_generations=args.num_generations)
 
 

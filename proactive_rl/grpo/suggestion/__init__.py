@@ -1,6 +1,6 @@
 """Single-turn proactive-suggestion GRPO (docs/spec.md §6, §7; ProactiveBench §5) on TRL's `GRPOTrainer`.
 
-- `config`: `SuggestionScriptArguments` and its environment sources (`EnvironmentSource`, `parse_sources`).
+- `config`: `SuggestionScriptArguments` (its `environments`: `proactive_rl.data.mcqa.EnvironmentSpec`).
 - `trainer`: `ReplayGRPOTrainer` (``trl.GRPOTrainer`` plus the optional streaming replay term).
 - `backend`: the generation backend (TRL's vLLM path or transformers, never claimed when absent).
 - `evaluation`: the held-out environments played by the MCQA evaluator before and after training.

@@ -28,8 +28,9 @@ import logging
 
 from trl import GRPOConfig, ModelConfig, TrlParser
 
+from proactive_rl.data.mcqa import EnvironmentSpec
 from proactive_rl.grpo.suggestion.backend import resolve_generation_backend
-from proactive_rl.grpo.suggestion.config import EnvironmentSource, SuggestionScriptArguments
+from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 from proactive_rl.grpo.suggestion.evaluation import evaluate_held_out
 from proactive_rl.grpo.suggestion.trainer import ReplayGRPOTrainer
 from proactive_rl.training import (
@@ -50,7 +51,7 @@ def load_policy(model_args: ModelConfig, seed: int = 0):
     return load_for_training(model_args, seed=seed, state_tokens=False)
 
 
-def build_rows(sources: list[EnvironmentSource], hint: bool) -> list[dict]:
+def build_rows(sources: list[EnvironmentSpec], hint: bool) -> list[dict]:
     from proactive_rl.data.mcqa import environment_rows, load_rows
 
     rows = []
