@@ -16,12 +16,27 @@ from proactive_rl.models.tokenizer import STATE_TOKENS
 
 
 def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
-    """Every trainer's ``train_main``: parse ``--config RECIPE.yaml`` and flag overrides with the trainer's
-    ``TrlParser``, then ``main(script_args, training_args, model_args)``."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from proactive_rl.evaluation.run import end_process_group
+    """Every trainer's ``train_main``: parse ``--config RECIPE.yaml`` (a file, or a shipped recipe by name) and flag
+    overrides with the trainer's ``TrlParser``, then ``main(script_args, training_args, model_args)``.
 
-    main(*make_parser().parse_args_and_config(argv))
+    An error about the input (an unknown recipe key, a bad value, a missing data file or model folder) is printed as
+    one line naming the recipe, and the exit status is 2 (`proactive_rl.errors.report`; `proactive_rl.recipe_args`).
+    """
+    import sys
+
+    from proactive_rl.errors import input_errors, report
+    from proactive_rl.evaluation.run import end_process_group
+    from proactive_rl.recipe_args import config_path, located, parse_recipe, resolve_config
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    path = config_path(argv)
+    try:
+        argv = resolve_config(argv)
+        path = config_path(argv)
+        main(*parse_recipe(make_parser(), argv))
+    except input_errors() as err:
+        return report("proactive-rl train", located(err, path))
     end_process_group()
     return 0
 

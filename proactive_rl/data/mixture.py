@@ -18,6 +18,7 @@ import numpy as np
 
 from proactive_eval.episodes import Episode, EpisodeError, load_episodes
 from proactive_rl.data.sources import dataset_episodes, looks_like_hub_id
+from proactive_rl.errors import MissingInput, did_you_mean
 
 ON_ERROR = ("raise", "skip")
 _DATASET_KEYS = {"split", "config", "data_files", "data_dir", "columns", "video_root"}
@@ -147,13 +148,26 @@ def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple
             elif path.is_dir() or looks_like_hub_id(src.source):
                 loaded = dataset_episodes(src, on_error=on_error)  # save_to_disk folder, data folder, Hub id
             else:
-                raise FileNotFoundError(f"dataset_mixture: episode file {src.source!r} does not exist")
+                raise MissingInput(
+                    f"dataset_mixture: episode file {src.source!r} does not exist (paths are relative to the working "
+                    f"directory {Path.cwd()});{did_you_mean(src.source, _near(path)) or ' fix the path, or use a synthetic source'}"
+                )
             skipped.extend(loaded.skipped)
             eps = list(loaded)
         for ep in eps:
             ep.meta = {**ep.meta, "source": src.name}
         episodes.extend(apply_weight(eps, src.weight, src.seed))
     return episodes, skipped
+
+
+def _near(path: Path) -> list[str]:
+    """The files beside a missing `path` (its nearest existing folder), as paths spelt like it, for a suggestion."""
+    folder = path.parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return []
+    return [str(p) for p in sorted(folder.iterdir())[:500] if p.is_file() or p.is_dir()]
 
 
 def apply_weight(episodes: list[Episode], weight: float, seed: int = 0) -> list[Episode]:

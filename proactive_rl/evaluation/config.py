@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from proactive_rl.errors import InputError, did_you_mean
 from proactive_rl.evaluation.base import evaluator_class
 
 JUDGE_TYPES = ("rule", "openai")
@@ -35,7 +36,10 @@ def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> di
     valid = {f.name for f in fields(cls)}
     unknown = sorted(set(raw) - valid)
     if unknown:
-        raise ValueError(f"{where}: unknown keys {unknown}; expected some of {sorted(valid)}")
+        raise InputError(
+            f"{where}: unknown key `{unknown[0]}`;{did_you_mean(unknown[0], valid) or ''} "
+            f"(unknown: {unknown}; expected some of {sorted(valid)})"
+        )
     missing = [k for k in required if k not in raw]
     if missing:
         raise ValueError(f"{where}: missing {missing} (present: {sorted(raw)})")

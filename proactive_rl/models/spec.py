@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from proactive_rl.errors import MissingInput, NotAFolder
+
 TINY_PREFIX = "tiny:"
 TINY_DEFAULTS = ("qwen2_5_vl", "xs")
 # First path parts that name the project's own output folders, never a hub organisation.
@@ -39,12 +41,12 @@ def check_model_path(name: str, field: str = "model_name_or_path") -> None:
         return
     path = Path(name).expanduser()
     if not path.exists():
-        raise FileNotFoundError(
+        raise MissingInput(
             f"{field}: no model folder at {name!r} ({path.resolve()}): it names a local folder that does not exist "
             f"(yet); {MISSING_FOLDER_FIX}"
         )
     if not path.is_dir():
-        raise NotADirectoryError(f"{field}: {name!r} is a file; expected a model folder (save_pretrained output)")
+        raise NotAFolder(f"{field}: {name!r} is a file; expected a model folder (save_pretrained output)")
 
 
 def parse_tiny_spec(name: str) -> tuple[str, str] | None:
