@@ -62,7 +62,7 @@ def resolve_recipe(name: str) -> str:
 def closest_hint(name: str) -> str:
     """``did you mean `tiny/sft.yaml`? (proactive-rl recipes lists them)`` for a name that is not shipped."""
     names = shipped_names() + shipped_names("launch")
-    close = difflib.get_close_matches(name.replace("recipes/", "", 1), names, n=1, cutoff=0.5)
+    close = difflib.get_close_matches(name.replace("recipes/", "", 1), names, n=1, cutoff=0.7)
     return (f"did you mean `{close[0]}`? " if close else "") + "(proactive-rl recipes lists them)"
 
 

@@ -36,10 +36,8 @@ def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> di
     valid = {f.name for f in fields(cls)}
     unknown = sorted(set(raw) - valid)
     if unknown:
-        raise InputError(
-            f"{where}: unknown key `{unknown[0]}`;{did_you_mean(unknown[0], valid) or ''} "
-            f"(unknown: {unknown}; expected some of {sorted(valid)})"
-        )
+        hint = did_you_mean(unknown[0], valid).replace(" did you mean", f" `{unknown[0]}`: did you mean")
+        raise InputError(f"{where}: unknown keys {unknown};{hint} expected some of {sorted(valid)}")
     missing = [k for k in required if k not in raw]
     if missing:
         raise ValueError(f"{where}: missing {missing} (present: {sorted(raw)})")
