@@ -24,7 +24,9 @@ def misspelt(key: str) -> str:
 
 def one_error_line(capsys) -> str:
     err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip() and "Warning" not in line and "warnings.warn" not in line]
+    lines = [
+        line for line in err.splitlines() if line.strip() and "Warning" not in line and "warnings.warn" not in line
+    ]
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
 
@@ -76,7 +78,10 @@ def test_bad_values_flags_and_recipe_names(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cases = [
         (["--config", "tiny/sf.yaml"], r"tiny/sf.yaml: no such file here and no shipped recipe .* `tiny/sft.yaml`\?"),
-        (["--config", "tiny/sft.yaml", "--learnin_rate", "1"], r"command line: unknown flag `--learnin_rate`; did you"),
+        (
+            ["--config", "tiny/sft.yaml", "--learnin_rate", "1"],
+            r"command line: unknown flag `--learnin_rate`; did you",
+        ),
         (["--config", "tiny/sft.yaml", "--learning_rate", "abc"], r"sft.yaml: argument --learning_rate.*'abc'"),
         (["--config", "tiny/sft.yaml", "--on_bad_record", "nope"], r"sft.yaml: on_bad_record: expected one of"),
     ]
