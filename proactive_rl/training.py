@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from proactive_rl.errors import InputError
 from proactive_rl.models.spec import check_model_path, load_model_spec, parse_tiny_spec
 from proactive_rl.models.tokenizer import STATE_TOKENS
 
@@ -57,14 +58,14 @@ def check_model_args(model_args) -> None:
     if flag is None:
         return
     if not torch.cuda.is_available():
-        raise ValueError(
+        raise InputError(
             f"{flag}: QLoRA (bitsandbytes k-bit quantization) needs a CUDA GPU and none is available here; set "
             f"{flag}: false (use_peft: true alone trains LoRA adapters in full precision) or run on a GPU"
         )
     if parse_tiny_spec(model_args.model_name_or_path) is not None:
-        raise ValueError(f"{flag}: the tiny models are built in full precision and cannot be quantized")
+        raise InputError(f"{flag}: the tiny models are built in full precision and cannot be quantized")
     if not getattr(model_args, "use_peft", False):
-        raise ValueError(f"{flag}: a quantized model only trains adapters; set use_peft: true")
+        raise InputError(f"{flag}: a quantized model only trains adapters; set use_peft: true")
     if importlib.util.find_spec("bitsandbytes") is None:
         raise ImportError(f"{flag}: needs the bitsandbytes package (pip install bitsandbytes)")
 
@@ -148,7 +149,7 @@ def freeze_vision_tower(model) -> int:
     """Freeze the vision encoder but not its merger(s) (P³I Appendix C); returns the number of frozen tensors."""
     visual = getattr(getattr(model, "model", model), "visual", None)
     if visual is None:
-        raise ValueError(f"freeze_vision_tower: {type(model).__name__} has no `model.visual` vision tower")
+        raise InputError(f"freeze_vision_tower: {type(model).__name__} has no `model.visual` vision tower")
     frozen = 0
     for name, param in visual.named_parameters():
         if "merger" not in name:
