@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from proactive_rewards.task_table import load_tasks
 from proactive_rl.errors import InputError, did_you_mean
 from proactive_rl.evaluation.base import evaluator_class
 
@@ -83,6 +84,14 @@ class EvaluatorConfig:
             benchmark's, e.g. synthetic exports); `proactive_eval.formats.proactivebench_protocol`.
         skip (`dict`, *optional*): the authors' skip arguments (default ``{strong_occlusions:
             false}``; ``{}`` keeps all).
+        baseline_episodes (`list`, *optional*): ``prs`` / ``pauc``: the split the blind schedule is fitted on
+            (episode sources, as ``episodes``; e.g. the training episodes); without it, leave-one-out on the
+            evaluated episodes (docs/spec.md §14).
+        baseline_environments (`list`, *optional*): ``mcqa``: the environments the image-blind policy is fitted
+            on (as ``environments``); without them, leave-one-out.
+        counterfactual (`list`, *optional*): frame counterfactuals to play besides the episodes' own frames:
+            ``swap`` (another evaluated episode's frames, same task) and, for ``prs`` / ``pauc``, ``freeze`` (the
+            first frame repeated); reported as ``<metric>_swap`` and ``vision_gain_<metric>`` (docs/spec.md §14).
     """
 
     type: str
@@ -99,6 +108,9 @@ class EvaluatorConfig:
     on_error: str = "skip"
     protocol: str = "filtered"
     skip: dict[str, Any] | None = None
+    baseline_episodes: Any = None
+    baseline_environments: Any = None
+    counterfactual: list[str] | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> EvaluatorConfig:
@@ -122,6 +134,10 @@ class EvaluatorConfig:
         if judge.get("type") == "openai" and not {"base_url", "model"} <= set(judge):
             raise ValueError(f"{where}.judge: an openai judge needs 'base_url' and 'model'")
         cfg.judge = judge
+        from proactive_eval.counterfactual import check_counterfactuals
+
+        allowed = ("swap",) if cfg.type in ("mcqa", "oeg") else ("swap", "freeze")
+        cfg.counterfactual = check_counterfactuals(cfg.counterfactual, f"{where}.counterfactual", allowed)
         evaluator.check_config(cfg, where)  # the type's own fields (episodes, environments, hint, ...)
         return cfg
 
@@ -142,6 +158,8 @@ class EvalCallbackConfig:
         plots (`bool`, *optional*, defaults to `True`): draw the timeline / PAUC plots (and log them to wandb).
         log_samples (`int`, *optional*, defaults to `4`): episodes per evaluator in the wandb sample table.
         progress (`bool`, *optional*, defaults to `False`): progress bars while evaluating.
+        register_tasks (`list[str]`, *optional*): user tasks the evaluators' episodes use, by import path
+            (`proactive_rewards.load_tasks`); a recipe's top-level ``register_tasks`` serves as well.
     """
 
     evaluators: list = field(default_factory=list)
@@ -152,12 +170,14 @@ class EvalCallbackConfig:
     plots: bool = True
     log_samples: int = 4
     progress: bool = False
+    register_tasks: list | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, where: str = "eval_callback") -> EvalCallbackConfig:
         if isinstance(raw, EvalCallbackConfig):
             return raw
         cfg = cls(**_check_keys(raw, cls, where, required=("evaluators",)))
+        load_tasks(cfg.register_tasks, f"{where}.register_tasks")  # before an evaluator validates its episodes
         if not isinstance(cfg.evaluators, list) or not cfg.evaluators:
             raise ValueError(f"{where}.evaluators: expected a non-empty list, got {cfg.evaluators!r}")
         cfg.evaluators = [
@@ -182,5 +202,6 @@ def load_eval_config(path: str) -> EvalCallbackConfig:
     with open(path) as f:
         raw = yaml.safe_load(f)
     if isinstance(raw, dict) and "eval_callback" in raw:
+        load_tasks(raw.get("register_tasks"), f"{path}: register_tasks")
         return EvalCallbackConfig.from_dict(raw["eval_callback"], f"{path}: eval_callback")
     return EvalCallbackConfig.from_dict(raw, path)

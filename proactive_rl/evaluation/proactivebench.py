@@ -12,10 +12,13 @@ import copy
 import json
 from typing import Any
 
+from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
+from proactive_rl.data.mcqa import parse_environments
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
 from proactive_rl.evaluation.evaluators import make_judge
 
-_ENV_KEYS = {"kind", "n", "seed", "path", "dataset", "data_dir"}
+#: An evaluator's synthetic environments default to this many when an entry sets no ``num_envs`` (or ``n``).
+DEFAULT_NUM_ENVS = 8
 
 
 def _jsonl(rows: list[dict]) -> str:
@@ -23,62 +26,53 @@ def _jsonl(rows: list[dict]) -> str:
 
 
 def _check_environments(config, where: str) -> None:
-    """``environments``: a non-empty list of ``{kind, n, seed, <knobs>}`` (mcqa) or ``{path, dataset, data_dir}``."""
-    envs = config.environments
-    if isinstance(envs, dict):
-        envs = [envs]
+    """``environments``: `proactive_rl.data.mcqa.parse_environments` (the training recipes' validator), plus what
+    an evaluator needs: the protocol, and each ProactiveBench file's dataset (an oeg evaluator reads files only)."""
     base, where = where, f"{where}.environments"
-    if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
-        raise ValueError(f"{where}: expected a list of {{kind, n, seed}} or {{path}} mappings")
-    for i, env in enumerate(envs):
-        if config.type == "oeg" and "path" not in env:
+    specs = parse_environments(config.environments, where, DEFAULT_NUM_ENVS)
+    for i, spec in enumerate(specs):
+        if config.type == "oeg" and spec.source == "synthetic":
             raise ValueError(
                 f"{where}[{i}]: an oeg evaluator needs 'path' (ProactiveBench JSONL, with 'dataset' and 'data_dir')"
             )
-        if "kind" not in env and "path" not in env:
-            raise ValueError(f"{where}[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
-        if "kind" in env:
-            from proactive_rl.synthetic import make_environments
-
-            try:  # a bad knob names its field now, not at the first evaluation
-                make_environments(env["kind"], 1, int(env.get("seed", 0)), **_knobs(env))
-            except (ValueError, TypeError) as err:
-                raise ValueError(f"{where}[{i}]: {err}") from None
-    config.environments = envs
-    from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
-
+        if spec.format == "rows":
+            raise ValueError(f"{where}[{i}].format: an evaluator plays environments (format records), got rows")
+    if isinstance(config.environments, dict):
+        config.environments = [config.environments]
     if config.protocol not in PROTOCOLS:
         raise ValueError(f"{base}.protocol: expected one of {', '.join(PROTOCOLS)}, got {config.protocol!r}")
     if config.skip is not None and not isinstance(config.skip, dict):
         raise ValueError(f"{base}.skip: a mapping of field: value to skip, got {config.skip!r}")
-    for i, env in enumerate(envs):
-        if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
+    for i, spec in enumerate(specs):
+        if spec.source != "synthetic" and spec.dataset is None:  # the protocol's id lists are per dataset
             raise ValueError(f"{where}[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
 
 
-def _knobs(spec: dict) -> dict[str, Any]:
-    """The synthetic difficulty knobs and frame size of an environment spec (``size`` defaults to 64)."""
-    return {"size": 64, **{k: v for k, v in spec.items() if k not in _ENV_KEYS}}
+def swap_images(envs: list) -> dict[str, Any]:
+    """Environment id → the environment whose images it is shown with under ``swap`` (same dataset)."""
+    from proactive_eval.counterfactual import swap_partners
+
+    by_id = {e.id: e for e in envs}
+    pairs = swap_partners(envs, group=lambda e: getattr(e, "dataset", ""))
+    return {eid: by_id[other] for eid, other in pairs.items()}
 
 
-def build_environments(
-    specs: list[dict], hint: bool = False, protocol: str | None = None, skip: dict | None = None
-) -> list:
-    """The environments of an evaluator's ``environments`` specs, in order (ProactiveBench files read under
-    `protocol`, see `proactive_rl.data.mcqa.proactivebench_environments`)."""
-    from proactive_rl.data.mcqa import proactivebench_environments
+def _split_swapped(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    """``(own records, swap records with their environment's id)``."""
+    from proactive_eval.counterfactual import split_counterfactual_id
 
-    envs = []
-    for spec in specs:
-        if "kind" in spec:
-            from proactive_rl.synthetic import make_environments
+    own, swapped = [], []
+    for r in records:
+        eid, kind = split_counterfactual_id(r["id"])
+        (own if kind is None else swapped).append({**r, "id": eid})
+    return own, swapped
 
-            envs += make_environments(spec["kind"], int(spec.get("n", 8)), int(spec.get("seed", 0)), **_knobs(spec))
-        else:
-            envs += proactivebench_environments(
-                spec["path"], spec["dataset"], spec.get("data_dir"), hint=hint, protocol=protocol, skip=skip
-            )
-    return envs
+
+def build_environments(specs: list, hint: bool = False, protocol: str | None = None, skip: dict | None = None) -> list:
+    """The environments of an evaluator's ``environments`` entries (`EnvironmentSpec` mappings), in order
+    (ProactiveBench files read under `protocol`, see `proactive_rl.data.mcqa.proactivebench_environments`)."""
+    parsed = parse_environments(specs, "environments", DEFAULT_NUM_ENVS)
+    return [env for spec in parsed for env in spec.build(hint, protocol=protocol, skip=skip)]
 
 
 @register_evaluator("mcqa")
@@ -95,13 +89,34 @@ class MCQAEvaluator(Evaluator):
     @classmethod
     def check_config(cls, config, where: str) -> None:
         _check_environments(config, where)
+        if config.baseline_episodes is not None:
+            raise ValueError(f"{where}: 'baseline_episodes' is for prs / pauc evaluators; use 'baseline_environments'")
+        if config.baseline_environments is not None:
+            reference = copy.copy(config)
+            reference.environments = config.baseline_environments
+            _check_environments(reference, where.rstrip(".") + ".baseline")
+            config.baseline_environments = reference.environments
 
     def _load(self) -> list:
         return build_environments(self.config.environments, self.config.hint, self.config.protocol, self.config.skip)
 
+    def baseline_items(self) -> list | None:
+        """The environments the image-blind policy is fitted on (``baseline_environments``), or `None`."""
+        if self.config.baseline_environments is None:
+            return None
+        if getattr(self, "_baseline", None) is None:
+            config = self.config
+            self._baseline = build_environments(
+                config.baseline_environments, config.hint, config.protocol, config.skip
+            )
+        return self._baseline
+
     def _protocol(self) -> str | None:
         """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
-        return self.config.protocol if any("path" in s for s in self.config.environments or ()) else None
+        if not self.config.environments:  # items given directly
+            return None
+        specs = parse_environments(self.config.environments, "environments", DEFAULT_NUM_ENVS)
+        return self.config.protocol if any(s.source != "synthetic" for s in specs) else None
 
     def suppressed_tokens(self, model, processor) -> list[int] | None:
         """Every token but the option letters (``answer_letters_only``), over all items (every rank alike)."""
@@ -113,33 +128,43 @@ class MCQAEvaluator(Evaluator):
         return suppressed_tokens(model, getattr(processor, "tokenizer", processor), n_options)
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        from proactive_eval.baseline_mcqa import SwappedEnvironment
+        from proactive_eval.counterfactual import counterfactual_id
         from proactive_eval.environments import run_environment
         from proactive_rl.data.mcqa import env_hint
         from proactive_rl.evaluation.policy import mcqa_answer_fn
 
         answer = mcqa_answer_fn(model, processor, self.config.max_new_tokens, self.suppressed_tokens(model, processor))
+        partners = swap_images(self.items()) if "swap" in (self.config.counterfactual or []) else {}
         records = []
         for env in self._progress(items, "env"):
             hint = env_hint(env, self.config.hint)
             # a fresh copy: an environment is a stateful MDP and the same items are played at every evaluation
-            outcome = run_environment(copy.deepcopy(env), lambda observation, hint=hint: answer(observation, hint))
-            records.append(
-                {
-                    "id": outcome.id,
-                    "dataset": getattr(env, "dataset", ""),
-                    "success": bool(outcome.success),
-                    "turns": int(outcome.turns),
-                    "answers": list(outcome.answers),
-                    "outcomes": list(getattr(outcome, "outcomes", [])),
-                }
-            )
+            played = [(env.id, copy.deepcopy(env))]
+            if env.id in partners:  # the swap counterfactual: the same MDP shown another environment's images
+                swapped = SwappedEnvironment(copy.deepcopy(env), copy.deepcopy(partners[env.id]))
+                played.append((counterfactual_id(env.id, "swap"), swapped))
+            for rid, playing in played:
+                outcome = run_environment(playing, lambda observation, hint=hint: answer(observation, hint))
+                records.append(
+                    {
+                        "id": rid,
+                        "dataset": getattr(env, "dataset", ""),
+                        "success": bool(outcome.success),
+                        "turns": int(outcome.turns),
+                        "answers": list(outcome.answers),
+                        "outcomes": list(getattr(outcome, "outcomes", [])),
+                    }
+                )
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.environments import proactivebench_summary
         from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
         from proactive_eval.predictions import atomic_write_text
+        from proactive_rl.evaluation.looks import mcqa_looks, mcqa_looks_markdown
 
+        records, swapped = _split_swapped(records)
         summary = dict(proactivebench_summary(records))
         groups: dict[str, list[dict]] = {}
         for r in records:
@@ -151,6 +176,9 @@ class MCQAEvaluator(Evaluator):
         if len(groups) > 1:
             for g, s in summary["groups"].items():
                 metrics[f"{g}/acc"] = float(s["acc"])
+        looks_metrics, looks = mcqa_looks(self, records, swapped)
+        metrics.update(looks_metrics)
+        summary.update(looks)
         samples = [
             [self.name, r["id"], r["dataset"], " | ".join(r["answers"]), " | ".join(r["outcomes"]), r["success"]]
             for r in records[: self.log_samples]
@@ -159,7 +187,10 @@ class MCQAEvaluator(Evaluator):
         if out_dir is not None:
             path = out_dir / "outcomes.jsonl"
             atomic_write_text(path, _jsonl(records))
-            atomic_write_text(out_dir / "report.md", mcqa_markdown(report, f"MCQA: {self.name}"))
+            markdown = mcqa_markdown(report, f"MCQA: {self.name}") + mcqa_looks_markdown(summary)
+            atomic_write_text(out_dir / "report.md", markdown)
+            if swapped:
+                atomic_write_text(out_dir / "outcomes_swap.jsonl", _jsonl(swapped))
             scored.files = {"outcomes": str(path), "report": str(out_dir / "report.md")}
         return scored
 
