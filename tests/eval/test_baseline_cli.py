@@ -112,4 +112,7 @@ def test_run_with_swap_reports_the_blind_row_and_the_vision_gain(tmp_path, monke
     assert results["blind"]["fit"] == {"accident": "leave_one_out"}
     report = (tmp_path / "r" / "report.md").read_text()
     assert "↳ blind schedule" in report and "frames swapped (swap)" in report
+    # Does the model look? PRS-U, its blind value (leave-one-out: each episode gets the other's text, wrong), with
+    # swapped frames, vision gain; then the same for PRS-B
+    assert "| accident | 100.00 | 0.00 | 0.00 | 100.00 | 100.00 | 0.00 | 0.00 | 100.00 |" in report
     assert (tmp_path / "r" / "predictions_swap.jsonl").is_file()
