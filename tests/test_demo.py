@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from proactive_rl import demo
-from proactive_rl.demo import report, stages
+from proactive_rl.demo import pipeline, report, stages
 from proactive_rl.demo.settings import DemoSettings, quick
 
 FAKE = {"prs_u": 10.0, "prs_b": 12.0, "pauc": 30.0, "acc": 40.0, "ps": 0.5, "accident/prs_b": 20.0}
@@ -27,7 +28,7 @@ def fake_pipeline(tmp_path, monkeypatch):
     episode = Episode(
         id="ep0", task="accident", duration=6.0, instruction="Say Warning.", targets=[Target(3.0, "Warning")]
     )
-    monkeypatch.setattr(demo, "_timeline_episodes", lambda d: [episode])
+    monkeypatch.setattr(pipeline, "_timeline_episodes", lambda d: [episode])
 
     def train(stage, overrides, out):
         calls.append((stage, overrides["model_name_or_path"]))
@@ -40,7 +41,7 @@ def fake_pipeline(tmp_path, monkeypatch):
 
     monkeypatch.setattr(stages, "train_stage", train)
     monkeypatch.setattr("proactive_rl.demo.evaluation.evaluate_stage", evaluate)
-    monkeypatch.setattr(demo, "_overrides", lambda key, s, d, m: {"model_name_or_path": str(m)})
+    monkeypatch.setattr(pipeline, "_overrides", lambda key, s, d, m: {"model_name_or_path": str(m)})
     return tmp_path / "out", calls
 
 
@@ -103,7 +104,7 @@ def test_derived_recipe_keeps_the_shipped_fields(tmp_path):
     import yaml
 
     path = stages.derive_recipe("sft", {"max_steps": 3, "output_dir": "x"}, tmp_path)
-    shipped = yaml.safe_load((stages.RECIPES / "sft.yaml").read_text())
+    shipped = yaml.safe_load((Path(__file__).resolve().parents[1] / "recipes" / "tiny" / "sft.yaml").read_text())
     derived = yaml.safe_load(path.read_text())
     assert derived == {**shipped, "max_steps": 3, "output_dir": "x"}
     assert path.read_text().startswith("# Written by `proactive-rl demo`")

@@ -13,7 +13,7 @@ here per rank as ``proactive_rl_state_<rank>.pt`` in the checkpoint folder by `R
   checkpoint's epoch, and after that epoch's draw, are saved, and the new sampler starts from the one the resumed
   epoch needs;
 - the counters of every `GuardedReward` (completions seen / failed): ``max_error_rate`` is a rate over the whole run;
-- the streaming replay's batch RNG (suggestion GRPO with ``replay_mixture``);
+- the streaming replay's batch RNG (`ReplayGRPOTrainer`, suggestion GRPO with ``replay_mixture``);
 - TRL's micro-step counter ``_step`` and, when the checkpoint falls inside a generation cycle
   (``steps_per_generation × num_iterations`` not dividing the steps done), the buffered rollouts
   ``_buffered_inputs`` the next steps train on (TRL 1.16 restarts ``_step`` at 0 and would roll out afresh).
@@ -24,7 +24,7 @@ silently went on from the *initial* weights (measured: a run resumed at step 2 e
 uninterrupted one). `ResumableGRPOMixin` loads them through `proactive_rl.training.load_checkpoint_weights`, as
 the SFT trainer does.
 
-Private library touches (pinned: trl 1.16.0, transformers 5.24.0; `PRIVATE` lists them and
+Private library touches (pinned: trl 1.16.0, transformers 5.24.0; declared in ``PRIVATE_TOUCHES``, and
 ``tests/rl/test_grpo_resume.py`` checks they still exist): ``Trainer._load_from_checkpoint`` and
 ``GRPOTrainer._get_train_sampler`` (overridden), ``RepeatSampler.generator``, ``GRPOTrainer._step`` and
 ``GRPOTrainer._buffered_inputs`` (read and written).
@@ -46,11 +46,13 @@ from proactive_rl.training import load_checkpoint_weights
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "proactive_rl_state_{rank}.pt"
-# what this module reads or overrides that the libraries do not document (checked by the tests)
-PRIVATE = {
-    "Trainer": ("_load_from_checkpoint",),
-    "GRPOTrainer": ("_get_train_sampler", "_step", "_buffered_inputs"),
-    "RepeatSampler": ("generator",),
+PRIVATE_TOUCHES = {
+    "_load_from_checkpoint": "transformers 5.24.0: Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)"
+    " overridden: plain checkpoints load through from_pretrained",
+    "_get_train_sampler": "trl 1.16.0: GRPOTrainer._get_train_sampler(dataset=None) returns the RepeatSampler whose"
+    " .generator draws every epoch's window order; overridden to start it where the checkpoint's epoch needs",
+    "_step": "trl 1.16.0: GRPOTrainer._step, micro-steps done; picks the buffered rollout slice and when to regenerate",
+    "_buffered_inputs": "trl 1.16.0: GRPOTrainer._buffered_inputs, the rollouts of the current generation cycle",
 }
 
 
@@ -102,7 +104,7 @@ def resume_state(trainer) -> dict[str, Any]:
     }
     if trainer._step % _generate_every(trainer) != 0:  # inside a generation cycle: the next steps reuse the buffer
         state["buffered_inputs"] = trainer._buffered_inputs
-    replay = getattr(trainer, "streaming_replay", None)
+    replay = getattr(trainer, "replay", None)  # `ReplayGRPOTrainer`'s StreamingReplay
     if replay is not None:
         state["replay_rng"] = replay.rng.getstate()
     sampler = getattr(trainer, "_train_sampler", None)
@@ -164,7 +166,7 @@ def restore_resume_state(trainer, resume_from_checkpoint: str | bool | None) -> 
         guard.seen, guard.errors = seen, errors
     trainer._step = state["trl_step"]
     trainer._buffered_inputs = state["buffered_inputs"]
-    replay = getattr(trainer, "streaming_replay", None)
+    replay = getattr(trainer, "replay", None)
     if replay is not None and "replay_rng" in state:
         replay.rng.setstate(state["replay_rng"])
     if state.get("window_order") is not None:

@@ -1,8 +1,8 @@
 """`ProactiveSFTTrainer`: TRL's `SFTTrainer` with the docs/spec.md §3 focal + frequency-balanced loss.
 
-Pinned versions: **trl 1.16.0, transformers 5.24.0**. This module is the only place that leans on
-Trainer internals, and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails loudly if they
-change:
+Pinned versions: **trl 1.16.0, transformers 5.24.0**. This module is the only place SFT leans on Trainer
+internals (each private one declared in ``PRIVATE_TOUCHES``; ``tests/test_private_touches.py`` fails on any other),
+and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails loudly if they change:
 
 - ``Trainer.get_batch_samples(epoch_iterator, num_batches, device) -> (batches, num_items_in_batch)`` is called
   once per optimizer step by ``_inner_training_loop`` with all the micro-batches of the step. We override it to
@@ -16,8 +16,6 @@ change:
   through ``from_pretrained`` (which maps the keys) and copy the weights in (`proactive_rl.training.
   load_checkpoint_weights`, shared with the GRPO trainers). PEFT, FSDP and DeepSpeed checkpoints take their own
   paths and are left to the Trainer.
-- ``transformers.integrations.deepspeed._hf_deepspeed_config_weak_ref`` is read (and the public
-  ``unset_/set_hf_deepspeed_config`` used) by :func:`build_unpartitioned` to build a tiny model outside ZeRO-3 init.
 - DDP and DeepSpeed average gradients over ranks, so the returned loss is multiplied by the world size (as
   ``Trainer.compute_loss`` does with ``average_tokens_across_devices``).
 """
@@ -33,6 +31,10 @@ from proactive_rl.sft.loss import focal_state_loss, state_token_counts, summariz
 from proactive_rl.training import load_checkpoint_weights
 
 STATE_CLASS_NAMES = ("silence", "response")
+PRIVATE_TOUCHES = {
+    "_load_from_checkpoint": "transformers 5.24.0: Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)"
+    " overridden for plain checkpoints",
+}
 
 
 class ProactiveSFTTrainer(SFTTrainer):

@@ -12,6 +12,7 @@ the weights moved after the checkpoint, and the rewards varied (non-zero loss) a
 from __future__ import annotations
 
 import inspect
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from transformers import Trainer, TrainerCallback
 from proactive_rl.grpo import resume_state
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # stand_in.py
 TOL = 1e-6
 TIMING = ("time", "runtime", "per_second")
 
@@ -94,9 +96,11 @@ def windows():
 
 
 def streaming_trainer(out: Path, windows, **overrides):
-    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig, StreamingGRPOTrainer
+    from stand_in import proactive_stand_in  # benchmarks/stand_in.py
+
+    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
+    from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
     from proactive_rl.models import build_tiny
-    from proactive_rl.streaming.stand_in import proactive_stand_in
 
     model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
     model = proactive_stand_in(model, processor, respond=0.3)  # responds now and then: rewards vary in a group
@@ -203,10 +207,10 @@ def test_suggestion_grpo_with_replay_resumes_exactly(tmp_path):
     first.train()
     checkpoint = tmp_path / "b" / "checkpoint-2"
     resumed = suggestion_trainer(tmp_path / "rc", tmp_path / "b")
-    assert resumed.streaming_replay.rng.getstate() != first.streaming_replay.rng.getstate()  # before the restore
+    assert resumed.replay.rng.getstate() != first.replay.rng.getstate()  # before the restore
     resumed.train(resume_from_checkpoint=str(checkpoint))
     check_resume(straight, resumed, checkpoint)
-    assert resumed.streaming_replay.rng.getstate() == straight.streaming_replay.rng.getstate()
+    assert resumed.replay.rng.getstate() == straight.replay.rng.getstate()
     assert mcqa_results(resumed, tmp_path / "eval_b") == mcqa_results(straight, tmp_path / "eval_a")
 
 

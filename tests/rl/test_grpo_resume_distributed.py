@@ -30,10 +30,12 @@ from proactive_rl.evaluation.shutdown import exit_launched
 
 kind, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 if kind == "streaming":
-    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig, StreamingGRPOTrainer
+    sys.path.insert(0, "benchmarks")  # stand_in.py (the launch runs in the repository root)
+    from stand_in import proactive_stand_in
+    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
+    from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
     from proactive_rl.grpo.streaming.windows import build_windows
     from proactive_rl.models import build_tiny
-    from proactive_rl.streaming.stand_in import proactive_stand_in
     from proactive_rl.synthetic import generate_episodes
 
     eps = generate_episodes("accident", 2, seed=3, duration=(10, 12)) + generate_episodes("atomic", 2, seed=3, duration=(10, 12))
