@@ -16,9 +16,9 @@ flushes its handlers; then stdout and stderr are flushed), and the process leave
 
 from __future__ import annotations
 
-import atexit
-import os
 import sys
+from atexit import _run_exitfuncs  # CPython's own: runs (and clears) the registered exit handlers
+from os import _exit  # documented: leave the process at once, without the interpreter's teardown
 
 
 def end_process_group() -> None:
@@ -45,10 +45,10 @@ def exit_launched(code: int = 0) -> int:
     if not PartialState().use_distributed:
         return code
     end_process_group()
-    atexit._run_exitfuncs()  # what the interpreter would run first at exit (logging.shutdown, trackers)
+    _run_exitfuncs()  # what the interpreter would run first at exit (logging.shutdown, trackers)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed or broken pipe: nothing more can reach it
             pass
-    os._exit(code)
+    _exit(code)
