@@ -91,6 +91,7 @@ class MCQAEvaluator(Evaluator):
     """
 
     SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answers", "outcomes", "success"]
+    resumable, records_file = True, "outcomes.jsonl"
 
     @classmethod
     def check_config(cls, config, where: str) -> None:
@@ -133,6 +134,8 @@ class MCQAEvaluator(Evaluator):
                     "outcomes": list(getattr(outcome, "outcomes", [])),
                 }
             )
+            if writer is not None:
+                writer.write_record(records[-1])
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
@@ -171,6 +174,7 @@ class OEGEvaluator(Evaluator):
     the valid answers; ``agg`` / ``acc`` (category) / ``ps`` are rates × 100, overall and per dataset."""
 
     SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answer", "valid_answers", "judge", "aggregate"]
+    resumable, records_file = True, "predictions.jsonl"
 
     @classmethod
     def check_config(cls, config, where: str) -> None:
@@ -195,6 +199,8 @@ class OEGEvaluator(Evaluator):
             records.append(
                 {"id": env.id, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
             )
+            if writer is not None:
+                writer.write_record(records[-1])
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
@@ -205,7 +211,7 @@ class OEGEvaluator(Evaluator):
 
         if out_dir is not None:  # written before judging: a judge that is down must not lose what the model said
             atomic_write_text(out_dir / "predictions.jsonl", _jsonl(records))
-        judge = make_judge(self.config.judge, system_prompt=OEG_SYSTEM_PROMPT)
+        judge = make_judge(self.config.judge, cache_dir=out_dir, system_prompt=OEG_SYSTEM_PROMPT)
         prompts = [oeg_prompt(r["prompt"], r["valid_answers"], r["answer"]) for r in records]
         raw = judge.complete_many(prompts, progress=self.progress)
         rows = [{**r, "judge": j, **oeg_judgment(j, r["valid_answers"], r["dataset"])} for r, j in zip(records, raw)]
