@@ -118,7 +118,7 @@ def test_chat_rendering_and_label_masks(real, check):
 def test_encoded_dialogue_trains(real):
     """The label mask feeds the model's own loss: it equals cross-entropy over the assistant tokens only."""
     model, processor = real
-    enc = chat.encode_dialogue(processor, chat.build_messages(test_chat._episode(), test_chat._frames(4)))
+    enc = chat.encode_dialogue(processor, chat.build_messages(test_chat._episode(), test_chat._frames(7)))
     batch = {k: v if k in ("pixel_values", "image_grid_thw") else v.unsqueeze(0) for k, v in enc.items()}
     out = model(**batch)
     logits, labels = out.logits[0, :-1], enc["labels"][1:]
@@ -179,7 +179,7 @@ def test_plain_trl_grpo_trainer_reads_the_state_tokens(qwen_release, tmp_path):
     plain_grpo_trainer_logs_perfect_rewards(*load_model(qwen_release, dtype="float32"), tmp_path)
 
 
-SHORT = {"duration": [4, 6]}
+SHORT = {"duration": [10, 10]}
 
 
 def _recipe(tmp_path, name: str, **fields) -> str:
