@@ -74,7 +74,7 @@ def _resumed(evaluators, out: Path, meta: dict | None) -> dict[str, list[dict]]:
         if len(set(ids)) < len(ids):  # a stored record could stand for either item: play everything
             logger.warning("evaluator %r: item ids are not unique, so it does not resume", ev.name)
             continue
-        resumed[ev.name] = resumed_records(out / ev.name, fingerprint(ev, meta), ev.records_file)
+        resumed[ev.name] = resumed_records(out / ev.name, fingerprint(ev, meta), ev.records_files)
         if resumed[ev.name]:
             logger.info("evaluator %r: %d items already done, resumed", ev.name, len(resumed[ev.name]))
     return resumed
@@ -113,6 +113,21 @@ def _generate_local(
     return local
 
 
+def in_item_order(evaluator, records: list[dict]) -> list[dict]:
+    """`records` in the order of the evaluator's items, each item's own record and then its counterfactual runs
+    (``<id>#<kind>``) in the configured order: a resumed run scores the list an uninterrupted run scores."""
+    from proactive_eval.counterfactual import split_counterfactual_id
+
+    order = {item.id: k for k, item in enumerate(evaluator.items())}
+    kinds = {kind: k for k, kind in enumerate(getattr(evaluator.config, "counterfactual", None) or [])}
+
+    def key(record):
+        base, kind = split_counterfactual_id(record["id"])
+        return order.get(base, len(order)), -1 if kind is None else kinds.get(kind, len(kinds))
+
+    return sorted(records, key=key)
+
+
 def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool, resumed: dict) -> dict[str, dict]:
     from proactive_rl.evaluation.resume import finish
 
@@ -127,8 +142,7 @@ def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool, 
             entries[ev.name] = {**entry, "generate_s": round(generate_s, 3), "wall_time_s": round(generate_s, 3)}
             continue
         old = resumed.get(ev.name, [])
-        order = {item.id: k for k, item in enumerate(ev.items())}  # a resumed run scores in an uninterrupted's order
-        records = sorted(old + [r for p in parts for r in p["records"]], key=lambda r: order.get(r["id"], len(order)))
+        records = in_item_order(ev, old + [r for p in parts for r in p["records"]])
         start = time.perf_counter()
         try:
             scored = ev.score(records, out_dir / ev.name if out_dir is not None else None, plots=plots)
