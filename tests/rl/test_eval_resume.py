@@ -234,3 +234,49 @@ def test_two_process_eval_killed_mid_oeg_and_mid_judging_resumes(world, uninterr
     results = json.loads((out / "results.json").read_text())
     assert results["num_processes"] == 2
     _same_results(results, out, uninterrupted)
+
+
+class Killed(BaseException):
+    """Stands for a SIGKILL in-process: no ``except Exception`` stops it, ``finally`` blocks still run."""
+
+
+def test_mcqa_swap_counterfactual_resumes_with_its_environment(world, tmp_path, monkeypatch):
+    """An environment is stored with its swap run or not at all: killed between an environment's own run and its
+    swap run, the restart plays both again, and the outcomes equal an uninterrupted run's."""
+    import proactive_eval.environments as environments
+    import proactive_rl.evaluation.proactivebench as proactivebench
+    from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model
+    from proactive_rl.models import load_model
+
+    raw = {"type": "mcqa", "environments": world["specs"], "protocol": "unfiltered", "max_new_tokens": 2}
+    raw["counterfactual"] = ["swap"]
+    config = EvalCallbackConfig.from_dict({"evaluators": [raw]})
+    tiny = load_model(world["checkpoint"])
+    real, calls = environments.run_environment, []
+
+    def counting(env, answer, kill_at=None):
+        calls.append(type(env).__name__)
+        if len(calls) == kill_at:
+            raise Killed
+        return real(env, answer)
+
+    def run(out, kill_at=None):
+        calls.clear()
+        hooked = lambda env, answer: counting(env, answer, kill_at)  # noqa: E731
+        for module in (environments, proactivebench):
+            if hasattr(module, "run_environment"):
+                monkeypatch.setattr(module, "run_environment", hooked)
+        meta = {"checkpoint": "tiny"}
+        return evaluate_model(*tiny, build_evaluators(config.evaluators), out_dir=out, meta=meta, resume=True)
+
+    reference = run(tmp_path / "reference")
+    # QD's two records swap images with each other; ROD and VSOD have one record each (no partner)
+    assert calls == ["ProactiveBenchEnvironment", "SwappedEnvironment"] * 2 + ["ProactiveBenchEnvironment"] * 2, calls
+    with pytest.raises(Killed):  # at qd-2's swap run: qd-2's own outcome is not stored either
+        run(tmp_path / "out", kill_at=4)
+    assert _stored(tmp_path / "out", "mcqa") == {"qd-1", "qd-1#swap"}
+    results = run(tmp_path / "out")
+    assert len(calls) == 4 and results["evaluators"]["mcqa"]["resumed_items"] == 2
+    assert results["metrics"] == reference["metrics"]
+    for name in ("outcomes.jsonl", "outcomes_swap.jsonl"):
+        assert (tmp_path / "out" / "mcqa" / name).read_text() == (tmp_path / "reference" / "mcqa" / name).read_text()
