@@ -24,6 +24,16 @@ logger = logging.getLogger(__name__)
 COUNTERFACTUAL_PREDICTIONS = "predictions_counterfactual.jsonl"
 
 
+def blind_key(metric: str) -> str:
+    """The key of a metric's blind baseline: ``prs/accident/prs_b`` → ``prs/accident/blind_prs_b``."""
+    head, sep, tail = metric.rpartition("/")
+    return f"{head}{sep}blind_{tail}"
+
+
+def is_blind(metric: str) -> bool:
+    return metric.rpartition("/")[2].startswith("blind_")
+
+
 def counterfactual_sources(evaluator, frame_source) -> dict[str, Any]:
     """``kind -> frame source`` of the evaluator's counterfactuals, paired over all its items (every rank alike)."""
     from proactive_eval.counterfactual import counterfactual_source
@@ -86,6 +96,16 @@ def write_counterfactuals(out_dir: Path | None, runs: dict[str, dict[str, list]]
     atomic_write_text(Path(out_dir) / COUNTERFACTUAL_PREDICTIONS, "".join(lines))
 
 
+def _blind(evaluator, items: list, fit):
+    """`fit()` once per set of scored items: the blind baseline never depends on the model, so the evaluations of
+    a training run (the same held-out items each time) reuse it."""
+    key = tuple(i["id"] if isinstance(i, dict) else i.id for i in items)
+    cache = evaluator.__dict__.setdefault("_blind_rows", {})
+    if key not in cache:
+        cache[key] = fit()
+    return cache[key]
+
+
 def _flat(summary: dict[str, Any], keys: tuple[str, ...], suffix: str = "", prefix: str = "") -> dict[str, float]:
     """``{prefix + key + suffix}`` overall and ``{task}/...`` per group, for the keys present."""
     out = {f"{prefix}{k}{suffix}": float(summary["overall"][k]) for k in keys if summary["overall"].get(k) is not None}
@@ -103,7 +123,7 @@ def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers)
 
     alpha, keys = evaluator.config.alpha, ("prs_u", "prs_b")
     reference = evaluator.baseline_items()
-    blind = blind_prs_summary(episodes, reference, alpha=alpha, content_scorer=scorers)
+    blind = _blind(evaluator, episodes, lambda: blind_prs_summary(episodes, reference, alpha, content_scorer=scorers))
     metrics = _flat(blind, keys, prefix="blind_")
     summary: dict[str, Any] = {"blind": blind}
     for kind, outputs in runs.items():
@@ -144,7 +164,9 @@ def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, 
         flat = _flat(summary, keys, prefix=prefix, suffix=suffix)
         return {k.replace("omega=", "pauc_w"): v for k, v in flat.items()}
 
-    blind = blind_pauc_summary(episodes, judge, evaluator.baseline_items(), omegas=omegas)
+    blind = _blind(
+        evaluator, episodes, lambda: blind_pauc_summary(episodes, judge, evaluator.baseline_items(), omegas=omegas)
+    )
     metrics, summary = named(blind, prefix="blind_"), {"blind": blind}
     for kind, outputs in runs.items():
         played = [e for e in episodes if e.id in outputs]
@@ -169,7 +191,7 @@ def mcqa_looks(evaluator, records: list[dict], swapped: list[dict]) -> tuple[dic
 
     played = {r["id"] for r in records}
     envs = [e for e in evaluator.items() if e.id in played]
-    blind = blind_mcqa_summary(envs, evaluator.baseline_items())
+    blind = _blind(evaluator, envs, lambda: blind_mcqa_summary(envs, evaluator.baseline_items()))
     metrics = {"blind_acc": float(blind["acc"]), "blind_ps": float(blind["ps"])}
     summary: dict[str, Any] = {"blind": blind}
     if swapped:
@@ -198,3 +220,23 @@ def mcqa_looks_markdown(summary: dict) -> str:
         how = summary["blind"]["fit"].get(dataset, "")
         lines.append(f"- blind policy of {dataset} ({how.replace('_', ' ')}): {policy['described']}")
     return "\n".join(lines) + "\n"
+
+
+def oeg_looks(evaluator, rows: list[dict], swapped: list[dict], swapped_rows: list[dict], judge) -> tuple[dict, dict]:
+    """``(metrics, summary)`` of the blind answer (``blind_agg``, ``blind_acc``, ``blind_ps``) and of the swapped
+    images (``agg_swap``, ``vision_gain_agg``) of an OEG evaluation (`proactive_eval.baseline_mcqa`)."""
+    from proactive_eval.baseline_mcqa import blind_oeg_summary
+    from proactive_eval.metrics.proactivebench import oeg_summary
+
+    keys = ("agg", "acc", "ps")
+    blind = _blind(evaluator, rows, lambda: blind_oeg_summary(rows, judge, evaluator.baseline_items()))
+    metrics = {f"blind_{k}": float(blind[k]) for k in keys}
+    summary: dict[str, Any] = {"blind": blind}
+    if swapped_rows:
+        ids = {r["id"] for r in swapped}
+        own, cf = oeg_summary([r for r in rows if r["id"] in ids]), oeg_summary(swapped_rows)
+        gain = {k: own[k] - cf[k] for k in keys}
+        summary["counterfactual"] = {"swap": {**cf, "vision_gain": gain}}
+        metrics.update({f"{k}_swap": float(cf[k]) for k in keys})
+        metrics.update({f"vision_gain_{k}": float(gain[k]) for k in keys})
+    return metrics, summary
