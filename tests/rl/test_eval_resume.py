@@ -134,13 +134,18 @@ def uninterrupted(world, tmp_path_factory):
         code, played = _run([*args, "--out", str(folder / "out"), "--no-plots"], folder)
     assert code == 0
     assert sorted(played) == sorted(("0", kind, i) for kind in ("mcqa", "oeg") for i in IDS)
-    assert sorted(judge.answered.values()) == [1, 1, 1, 1]
+    assert set(judge.answered.values()) == {1}  # the answers' prompts, then the blind answer's (docs/spec.md §14)
     results = json.loads((folder / "out" / "results.json").read_text())
-    return results, {f: (folder / "out" / f).read_text() for f in FILES}
+    return results, {f: (folder / "out" / f).read_text() for f in FILES}, set(judge.answered)
+
+
+def _paid_once(judge: Judge, uninterrupted) -> None:
+    """Over all the runs, the judge answered each prompt of an uninterrupted run once, and nothing else."""
+    assert set(judge.answered.values()) == {1} and set(judge.answered) == uninterrupted[2]
 
 
 def _same_results(results: dict, folder: Path, uninterrupted) -> None:
-    reference, files = uninterrupted
+    reference, files, _ = uninterrupted
     assert results["complete"], results["incomplete"]
     assert results["metrics"] == reference["metrics"]
     for name in ("mcqa", "oeg"):
@@ -178,10 +183,10 @@ def test_eval_killed_mid_mcqa_mid_oeg_and_mid_judging_resumes(world, uninterrupt
         code, played = _run(args, tmp_path)
         assert code == -signal.SIGKILL and not _played(played, "mcqa") and _played(played, "oeg") == IDS[2:]
         assert sum(judge.answered.values()) == 2
-        # 4. plays nothing; the judge is asked only the two prompts it had not answered
+        # 4. plays nothing; the judge is asked only the prompts it had not answered (two, then the blind answer's)
         code, played = _run(args, tmp_path)
         assert code == 0 and played == []
-        assert sorted(judge.answered.values()) == [1, 1, 1, 1]  # every prompt paid for once, over all four runs
+        _paid_once(judge, uninterrupted)  # every prompt paid for once, over all four runs
     results = json.loads((out / "results.json").read_text())
     assert results["evaluators"]["oeg"]["summary"]["judge_stats"]["cache_hits"] == 2
     _same_results(results, out, uninterrupted)
@@ -201,7 +206,7 @@ def test_watch_killed_mid_mcqa_and_mid_judging_resumes_the_checkpoint(world, uni
         assert not (watch / "state.json").exists() or "checkpoint-1" not in (watch / "state.json").read_text()
         code, played = _run(args, tmp_path)
         assert code == 0 and played == []
-        assert sorted(judge.answered.values()) == [1, 1, 1, 1]
+        _paid_once(judge, uninterrupted)
     state = json.loads((watch / "state.json").read_text())["checkpoints"]["checkpoint-1"]
     assert state["status"] == "ok" and state["evaluations"] == 1
     assert state["metrics"] == uninterrupted[0]["metrics"]
@@ -230,7 +235,7 @@ def test_two_process_eval_killed_mid_oeg_and_mid_judging_resumes(world, uninterr
         assert _played(played, "oeg") == sorted(set(IDS) - done["oeg"])
         code, played = _run(args, tmp_path, processes=2)
         assert code == 0 and played == []
-        assert sorted(judge.answered.values()) == [1, 1, 1, 1]
+        _paid_once(judge, uninterrupted)
     results = json.loads((out / "results.json").read_text())
     assert results["num_processes"] == 2
     _same_results(results, out, uninterrupted)
@@ -280,3 +285,44 @@ def test_mcqa_swap_counterfactual_resumes_with_its_environment(world, tmp_path, 
     assert results["metrics"] == reference["metrics"]
     for name in ("outcomes.jsonl", "outcomes_swap.jsonl"):
         assert (tmp_path / "out" / "mcqa" / name).read_text() == (tmp_path / "reference" / "mcqa" / name).read_text()
+
+
+def test_oeg_swap_counterfactual_resumes_with_its_environment(world, tmp_path, monkeypatch):
+    """The same for OEG: killed between an environment's own answer and its swap answer (rule judge)."""
+    import proactive_rl.evaluation.policy as policy
+    from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model
+    from proactive_rl.models import load_model
+
+    raw = {"type": "oeg", "environments": world["specs"], "protocol": "unfiltered", "max_new_tokens": 3}
+    raw["counterfactual"] = ["swap"]
+    config = EvalCallbackConfig.from_dict({"evaluators": [raw]})
+    tiny = load_model(world["checkpoint"])
+    real, calls = policy.image_answer_fn, []
+
+    def run(out, kill_at=None):
+        def answer_fn(*args, **kwargs):
+            answer = real(*args, **kwargs)
+
+            def counted(image, text):
+                calls.append(text)
+                if len(calls) == kill_at:
+                    raise Killed
+                return answer(image, text)
+
+            return counted
+
+        calls.clear()
+        monkeypatch.setattr(policy, "image_answer_fn", answer_fn)
+        meta = {"checkpoint": "tiny"}
+        return evaluate_model(*tiny, build_evaluators(config.evaluators), out_dir=out, meta=meta, resume=True)
+
+    reference = run(tmp_path / "reference")
+    assert len(calls) == 6  # QD's two records answer twice (own image, then the other's), ROD and VSOD once
+    with pytest.raises(Killed):
+        run(tmp_path / "out", kill_at=4)
+    assert _stored(tmp_path / "out", "oeg") == {"qd-1", "qd-1#swap"}
+    results = run(tmp_path / "out")
+    assert len(calls) == 4 and results["evaluators"]["oeg"]["resumed_items"] == 2
+    assert results["metrics"] == reference["metrics"]
+    for name in ("predictions.jsonl", "judgments.jsonl"):
+        assert (tmp_path / "out" / "oeg" / name).read_text() == (tmp_path / "reference" / "oeg" / name).read_text()
