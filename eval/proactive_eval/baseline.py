@@ -257,6 +257,20 @@ def _content_fn(content_scorer) -> Callable:
     return content
 
 
+def _prefetch(content_scorer, episodes: Sequence, texts: list[str]) -> None:
+    """A judge-backed content scorer is asked for every (candidate text, target) pair in one batch."""
+    from proactive_eval.metrics.prs import _question
+
+    for episode in episodes:
+        scorer = content_scorer.get(episode.task) if isinstance(content_scorer, dict) else content_scorer
+        if hasattr(scorer, "prefetch"):
+            pairs = dict.fromkeys(
+                (_question(e), t.text) for e in episodes if e.task == episode.task for t in e.targets
+            )
+            scorer.prefetch([(q, g, text) for q, g in pairs for text in texts])
+            return
+
+
 def _exact():
     from proactive_rewards import exact_match
 
@@ -290,6 +304,7 @@ def fit_blind_prs(
         out.fit[task] = "reference" if fit_set else "leave_one_out"
         fit_set = fit_set or evaluated
         cands = _Candidates(fit_set)
+        _prefetch(content_scorer, [*fit_set, *evaluated], cands.texts)
         k_max = max(1, min(int(max_responses), max(len(e.targets) for e in fit_set)))
         for mode in MODES:
             table = _ScoreTable(fit_set, cands, mode, alpha, content)

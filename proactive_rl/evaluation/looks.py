@@ -119,6 +119,7 @@ def _flat(summary: dict[str, Any], keys: tuple[str, ...], suffix: str = "", pref
 def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind row and the counterfactuals of a PRS evaluation (module docstring)."""
     from proactive_eval.baseline import blind_prs_summary
+    from proactive_eval.counterfactual import with_vision_gain
     from proactive_eval.metrics import score_prs
 
     alpha, keys = evaluator.config.alpha, ("prs_u", "prs_b")
@@ -131,31 +132,20 @@ def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers)
         if not played:
             continue
         cf = score_prs(played, outputs, alpha=alpha, content_scorer=scorers).summary()
+        own = score_prs(played, predictions, alpha=alpha, content_scorer=scorers).summary()
+        entry = {**with_vision_gain(cf, own, keys), "num_episodes": len(played)}
         metrics.update(_flat(cf, keys, suffix=f"_{kind}"))
-        entry = {"overall": cf["overall"], "groups": cf["groups"], "num_episodes": len(played)}
-        if kind == "swap":
-            own = score_prs(played, predictions, alpha=alpha, content_scorer=scorers).summary()
-            gains = _gains(own, cf, keys)
-            metrics.update(_flat(gains, keys, prefix="vision_gain_"))
-            entry["vision_gain"] = gains
+        if kind == "swap":  # vision_gain_<metric> is defined against the swapped frames
+            metrics.update(_flat(entry["vision_gain"], keys, prefix="vision_gain_"))
         summary.setdefault("counterfactual", {})[kind] = entry
     return metrics, summary
-
-
-def _gains(own: dict, cf: dict, keys: tuple[str, ...]) -> dict[str, Any]:
-    """``metric - metric_swap`` overall and per group."""
-
-    def diff(a: dict, b: dict) -> dict:
-        return {k: round(a[k] - b[k], 4) for k in keys if a.get(k) is not None and b.get(k) is not None}
-
-    groups = {g: diff(row, cf["groups"][g]) for g, row in own["groups"].items() if g in cf["groups"]}
-    return {"overall": diff(own["overall"], cf["overall"]), "groups": groups}
 
 
 def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, omegas) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind answer and the counterfactuals of a PAUC evaluation: ``blind_pauc_wω``,
     ``pauc_wω_swap``, ``vision_gain_pauc_wω`` (module docstring)."""
     from proactive_eval.baseline_pauc import blind_pauc_summary
+    from proactive_eval.counterfactual import with_vision_gain
     from proactive_eval.metrics import score_pauc
 
     keys = tuple(f"omega={o}" for o in omegas)
@@ -173,11 +163,10 @@ def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, 
         if not played:
             continue
         cf = score_pauc(played, outputs, judge, omegas=omegas, progress=False).summary()
+        own = score_pauc(played, predictions, judge, omegas=omegas, progress=False).summary()
+        entry = {**with_vision_gain(cf, own, keys), "num_episodes": len(played)}
         metrics.update(named(cf, suffix=f"_{kind}"))
-        entry = {"overall": cf["overall"], "groups": cf["groups"], "num_episodes": len(played)}
         if kind == "swap":
-            own = score_pauc(played, predictions, judge, omegas=omegas, progress=False).summary()
-            entry["vision_gain"] = _gains(own, cf, keys)
             metrics.update(named(entry["vision_gain"], prefix="vision_gain_"))
         summary.setdefault("counterfactual", {})[kind] = entry
     return metrics, summary
