@@ -20,14 +20,19 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from proactive_eval import environments as proactive_environments  # module attribute: tests patch run_environment
+from proactive_eval.coco_environment import is_abstention
+from proactive_eval.environments import load_environments
+from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
 from proactive_eval.metrics.proactivebench import DATASETS, dataset_key
+from proactive_eval.predictions import atomic_write_text
+from proactive_eval.records import EpisodeError, read_records
 
 POLICY_HELP = "oracle | abstain | replay:ANSWERS.jsonl | package.module:factory"
 
 
 def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
     """``(policy_for(env) -> answer_fn, needs_images)`` for a policy spec (see the module docstring)."""
-    from proactive_eval.coco_environment import is_abstention
 
     kind, _, rest = spec.partition(":")
     if spec == "oracle":
@@ -40,8 +45,6 @@ def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
     if spec == "abstain":
         return (lambda env: lambda obs: next((o for o in obs.options if is_abstention(o)), "")), False
     if kind == "replay" and rest:
-        from proactive_eval.records import read_records
-
         answers = {(str(r["dataset"]), str(r["id"])): list(r["answers"]) for r in read_records(rest)}
 
         def replay_for(env):
@@ -60,7 +63,6 @@ def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
 
 
 def cmd_mcqa(args) -> int:
-    from proactive_eval.records import EpisodeError
 
     try:
         return _run(args)
@@ -71,10 +73,6 @@ def cmd_mcqa(args) -> int:
 
 
 def _run(args) -> int:
-    from proactive_eval.environments import load_environments, run_environment
-    from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
-    from proactive_eval.predictions import atomic_write_text
-
     data_dir = Path(args.data_dir)
     keys = [dataset_key(d) for d in (args.datasets or DATASETS)]
     policy_for, needs_images = make_mcqa_policy(args.policy)
@@ -89,7 +87,7 @@ def _run(args) -> int:
         envs = load_environments(path, key, data_dir, args.hint, needs_images, args.on_error, args.protocol, skip)
         in_file[key] = envs.selection.in_file
         for env in envs[: args.max_items]:
-            out = run_environment(env, policy_for(env))
+            out = proactive_environments.run_environment(env, policy_for(env))
             rows.append({"id": out.id, "dataset": key, "success": out.success, "turns": out.turns,
                          "answers": out.answers, "outcomes": out.outcomes})  # fmt: skip
     if not rows:

@@ -65,6 +65,7 @@ def console_table(stages: list[dict[str, Any]]) -> str:
 
 
 def _pyplot():
+    # deferred: optional extra
     import matplotlib
 
     matplotlib.use("Agg")

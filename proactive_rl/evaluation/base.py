@@ -26,6 +26,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqdm.auto import tqdm
+
 EVALUATORS: dict[str, type] = {}
 
 
@@ -114,7 +116,6 @@ class Evaluator:
         """`items`, with a progress bar when ``progress`` is set."""
         if not self.progress:
             return items
-        from tqdm.auto import tqdm
 
         return tqdm(items, desc=f"eval: {self.name}", unit=unit)
 

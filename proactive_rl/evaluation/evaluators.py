@@ -17,7 +17,27 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from proactive_eval import streaming  # module attributes: tests patch run_episode / model_policy
+from proactive_eval.judges import OpenAIJudge, RuleJudge
+from proactive_eval.metrics import score_pauc, score_prs
+from proactive_eval.metrics.content import JudgeScorer, content_scorers
+from proactive_eval.predictions import atomic_write_text, prediction_line
+from proactive_eval.report import build_results, failure_rows, write_report
+from proactive_eval.streaming import episode_errors
+from proactive_rewards import Response
+from proactive_rl.data import load_mixture
+from proactive_rl.data.frames import frames_of
+from proactive_rl.data.mixture import parse_mixture
+from proactive_rl.evaluation import policy as policies
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
+from proactive_rl.evaluation.looks import (
+    counterfactual_sources,
+    pauc_looks,
+    play_counterfactuals,
+    prs_looks,
+    split_counterfactuals,
+    write_counterfactuals,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +47,6 @@ _PRS_KEYS = ("prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "resp_per_t
 def make_judge(config: dict[str, Any], **defaults):
     """A judge from an evaluator's ``judge`` block: `RuleJudge` for ``type: rule``, else `OpenAIJudge` with
     `defaults` under the block's own options (a judge that stays down fails the scoring stage)."""
-    from proactive_eval.judges import OpenAIJudge, RuleJudge
 
     options = {k: v for k, v in config.items() if k != "type"}
     if config.get("type", "rule") == "rule":
@@ -46,7 +65,6 @@ class _StreamingEvaluator(Evaluator):
     def check_config(cls, config, where: str) -> None:
         if config.episodes is None:
             raise ValueError(f"{where}: a {config.type} evaluator needs 'episodes' (a list of episode sources)")
-        from proactive_rl.data.mixture import parse_mixture
 
         config.episodes = parse_mixture(config.episodes, f"{where}.episodes")
         if config.baseline_episodes is not None:
@@ -57,7 +75,6 @@ class _StreamingEvaluator(Evaluator):
             raise ValueError(f"{where}: 'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only")
 
     def _load(self) -> list:
-        from proactive_rl.data import load_mixture
 
         episodes, _ = load_mixture(self.config.episodes)
         return episodes
@@ -67,18 +84,11 @@ class _StreamingEvaluator(Evaluator):
         if self.config.baseline_episodes is None:
             return None
         if getattr(self, "_baseline", None) is None:
-            from proactive_rl.data import load_mixture
-
             self._baseline = load_mixture(self.config.baseline_episodes)[0]
         return self._baseline
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        from proactive_eval.streaming import episode_errors, run_episode
-        from proactive_rl.data.frames import frames_of
-        from proactive_rl.evaluation.looks import counterfactual_sources, play_counterfactuals
-        from proactive_rl.evaluation.policy import model_policy
-
-        policy = model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
+        policy = policies.model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
         unplayable = episode_errors()
         sources = counterfactual_sources(self, frames_of)
         records = []
@@ -86,7 +96,9 @@ class _StreamingEvaluator(Evaluator):
             # the counterfactuals first: a stored episode (resume) then has them stored too
             records += play_counterfactuals(self, policy, episode, sources, unplayable, writer)
             try:
-                outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
+                outputs = streaming.run_episode(
+                    policy, episode, frame_source=frames_of, max_frames=self.config.max_frames
+                )
             except unplayable as err:
                 if self.config.on_error == "raise":
                     raise
@@ -102,9 +114,6 @@ class _StreamingEvaluator(Evaluator):
         """``(episode id → outputs, episode id → failure reason)``; the outputs are written to
         ``predictions.jsonl`` first (a judge that is down must not lose what the model said). The counterfactual
         runs go to `counterfactual_runs` (kind → episode id → outputs) and ``predictions_counterfactual.jsonl``."""
-        from proactive_eval.predictions import atomic_write_text, prediction_line
-        from proactive_rewards import Response
-        from proactive_rl.evaluation.looks import split_counterfactuals, write_counterfactuals
 
         records, self.counterfactual_runs = split_counterfactuals(records)
         write_counterfactuals(out_dir, self.counterfactual_runs, [e.id for e in self.items()])
@@ -148,7 +157,6 @@ class PRSEvaluator(_StreamingEvaluator):
     summary names the scorer of every task."""
 
     def content_scorers(self):
-        from proactive_eval.metrics.content import JudgeScorer, content_scorers
 
         judge = self.config.judge
         if judge.get("type", "rule") == "rule":
@@ -156,9 +164,6 @@ class PRSEvaluator(_StreamingEvaluator):
         return content_scorers(JudgeScorer(make_judge(judge), f"openai:{judge['model']}@{judge['base_url']}"))
 
     def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.metrics import score_prs
-        from proactive_eval.report import build_results, failure_rows, write_report
-        from proactive_rl.evaluation.looks import prs_looks
 
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
@@ -208,9 +213,6 @@ class PAUCEvaluator(_StreamingEvaluator):
         return make_judge(self.config.judge)
 
     def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.metrics import score_pauc
-        from proactive_eval.report import build_results, failure_rows, write_report
-        from proactive_rl.evaluation.looks import pauc_looks
 
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from proactive_eval.predictions import PredictionWriter, load_predictions
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +34,6 @@ def partial_path(folder: Path, rank: int) -> Path:
 
 def fingerprint(evaluator, meta: dict[str, Any] | None) -> dict[str, Any]:
     """What must not change for stored predictions to be reused: the evaluator's settings and the checkpoint."""
-    from dataclasses import asdict
 
     return json.loads(json.dumps({"evaluator": asdict(evaluator.config), "meta": meta or {}}, default=str))
 
@@ -40,7 +42,6 @@ def resumed_records(folder: Path, print_: dict[str, Any]) -> list[dict]:
     """The finished episodes stored in `folder` for the run `print_` (``[]`` for another run: its files are
     renamed ``*.stale``), as generate records ``{"id", "responses": [(time, text, malformed)]}``.
     Main process only; it also writes the fingerprint."""
-    from proactive_eval.predictions import load_predictions
 
     folder.mkdir(parents=True, exist_ok=True)
     stored = folder / FINGERPRINT_NAME
@@ -77,6 +78,5 @@ def finish(folder: Path) -> None:
 
 def _repair(path: Path) -> None:
     """Drop a torn last line (a rank killed mid-write), as `PredictionWriter` does when it reopens a file."""
-    from proactive_eval.predictions import PredictionWriter
 
     PredictionWriter(path).close()

@@ -24,9 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.predictions import PredictionWriter, atomic_write_text
 from proactive_rl.errors import debug, input_errors
 from proactive_rl.evaluation.base import Evaluator
 from proactive_rl.evaluation.policy import generation_model
+from proactive_rl.evaluation.resume import fingerprint, finish, partial_path, resumed_records
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +43,7 @@ def end_process_group() -> None:
     """Under `accelerate launch`, let every rank reach the end, then close the process group (call after success
     only: a rank that raised never reaches the barrier). A rank exiting with a live gloo/NCCL group while another
     is still in a collective aborts ("terminate called without an active exception")."""
+    # deferred: keeps torch/transformers out of light import paths
     from accelerate import PartialState
 
     state = PartialState()
@@ -61,7 +64,6 @@ def _failure(name: str, stage: str, err: BaseException, rank: int) -> dict[str, 
 
 def _resumed(evaluators, out: Path, meta: dict | None) -> dict[str, list[dict]]:
     """Main process: the stored records of each streaming evaluator (see `proactive_rl.evaluation.resume`)."""
-    from proactive_rl.evaluation.resume import fingerprint, resumed_records
 
     out = {ev.name: resumed_records(out / ev.name, fingerprint(ev, meta)) for ev in evaluators if ev.resumable}
     for name, records in out.items():
@@ -73,8 +75,6 @@ def _resumed(evaluators, out: Path, meta: dict | None) -> dict[str, list[dict]]:
 def _generate_local(
     evaluators: Sequence[Evaluator], model, processor, trainer, state, out: Path | None, resumed: dict
 ) -> dict[str, dict]:
-    from proactive_eval.predictions import PredictionWriter
-    from proactive_rl.evaluation.resume import partial_path
 
     local: dict[str, dict] = {}
     with generation_model(model, trainer) as gen_model:
@@ -110,7 +110,6 @@ def _generate_local(
 
 
 def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool, resumed: dict) -> dict[str, dict]:
-    from proactive_rl.evaluation.resume import finish
 
     entries = {}
     for ev in evaluators:
@@ -185,6 +184,7 @@ def evaluate_model(
         `dict`: ``{"step", "complete", "incomplete": [{"evaluator", "stage", "error"}], "metrics": {"name/metric":
         value}, "evaluators": {name: {"status", "metrics", "summary", "wall_time_s", ...}}, "wall_time_s", ...}``.
     """
+    # deferred: keeps torch/transformers out of light import paths
     from accelerate import PartialState
     from accelerate.utils import broadcast_object_list, gather_object
 
@@ -226,8 +226,6 @@ def evaluate_model(
         }
         results["wall_time_s"] = round(time.perf_counter() - start, 3)
         if out is not None:
-            from proactive_eval.predictions import atomic_write_text
-
             atomic_write_text(
                 out / RESULTS_NAME, json.dumps(results, indent=1, ensure_ascii=False, default=str) + "\n"
             )

@@ -22,6 +22,7 @@ and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails lou
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import torch
@@ -71,7 +72,7 @@ class ProactiveSFTTrainer(SFTTrainer):
         return batches, self._step_counts[0].clone().to(device)
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
-        import os
+        # deferred: keeps torch/transformers out of light import paths
 
         from transformers.utils import SAFE_WEIGHTS_NAME
 
