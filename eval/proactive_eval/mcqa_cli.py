@@ -20,10 +20,6 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from proactive_eval import environments as proactive_environments  # module attribute: tests patch run_environment
-from proactive_eval.coco_environment import is_abstention
-from proactive_eval.environments import load_environments
-from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
 from proactive_eval.metrics.proactivebench import DATASETS, dataset_key
 from proactive_eval.predictions import atomic_write_text
 from proactive_eval.records import EpisodeError, read_records
@@ -33,6 +29,8 @@ POLICY_HELP = "oracle | abstain | replay:ANSWERS.jsonl | package.module:factory"
 
 def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
     """``(policy_for(env) -> answer_fn, needs_images)`` for a policy spec (see the module docstring)."""
+    # deferred: keeps `proactive-eval --help` light (the environments load the format readers)
+    from proactive_eval.coco_environment import is_abstention
 
     kind, _, rest = spec.partition(":")
     if spec == "oracle":
@@ -73,6 +71,10 @@ def cmd_mcqa(args) -> int:
 
 
 def _run(args) -> int:
+    # deferred: keeps `proactive-eval --help` light (the environments load the format readers)
+    from proactive_eval.environments import load_environments, run_environment
+    from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
+
     data_dir = Path(args.data_dir)
     keys = [dataset_key(d) for d in (args.datasets or DATASETS)]
     policy_for, needs_images = make_mcqa_policy(args.policy)
@@ -87,7 +89,7 @@ def _run(args) -> int:
         envs = load_environments(path, key, data_dir, args.hint, needs_images, args.on_error, args.protocol, skip)
         in_file[key] = envs.selection.in_file
         for env in envs[: args.max_items]:
-            out = proactive_environments.run_environment(env, policy_for(env))
+            out = run_environment(env, policy_for(env))
             rows.append({"id": out.id, "dataset": key, "success": out.success, "turns": out.turns,
                          "answers": out.answers, "outcomes": out.outcomes})  # fmt: skip
     if not rows:
