@@ -34,7 +34,6 @@ class NotAFolder(InputError, NotADirectoryError):
 
 def input_errors() -> tuple[type[Exception], ...]:
     """The exception types reported in one line: `InputError` and the episode readers' record and video errors."""
-
     return InputError, EpisodeError, VideoError
 
 

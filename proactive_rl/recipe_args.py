@@ -45,7 +45,6 @@ def field_names(parser) -> set[str]:
 
 def check_keys(parser, argv: Sequence[str]) -> None:
     """Raise `InputError` for a recipe key or a ``--flag`` that no dataclass of `parser` has, naming the closest."""
-
     valid = field_names(parser)
     path = config_path(argv)
     if path is not None:

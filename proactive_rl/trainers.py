@@ -36,7 +36,6 @@ def trainer_module(name: str) -> ModuleType:
 
 def recipe_trainer(argv: Sequence[str]) -> str:
     """The ``trainer`` named by the ``--config`` recipe (default ``sft``); a ``--trainer`` flag is not accepted."""
-
     path = None
     for i, arg in enumerate(argv):
         if arg == "--config" and i + 1 < len(argv):
@@ -62,7 +61,6 @@ def recipe_trainer(argv: Sequence[str]) -> str:
 
 def recipe_model(argv: Sequence[str]) -> str | None:
     """The ``model_name_or_path`` a run will load: the command line's, else the ``--config`` recipe's."""
-
     model, path = None, None
     for i, arg in enumerate(argv):
         if arg == "--model_name_or_path" and i + 1 < len(argv):
@@ -91,7 +89,6 @@ def run_train(argv: Sequence[str]) -> int:
     model folder does not exist fails here, before torch or the trainer is imported (`MissingInput`, which
     ``proactive-rl`` prints in one line).
     """
-
     argv = resolve_config(argv)
     trainer = recipe_trainer(argv)
     model = recipe_model(argv)

@@ -170,7 +170,6 @@ def blind_oeg_summary(items: Sequence[dict], judge, reference: Sequence[dict] | 
     (`oeg_judgment`) and fitted on ``agg`` (on `reference` items when given, else leave-one-out; ties: the more
     common text). Items are ``{"id", "dataset", "prompt", "valid_answers"}``; returns `oeg_summary` with
     ``groups``, ``fit`` and ``policies``."""
-
     chosen, fit, policies = [], {}, {}
     for dataset in dict.fromkeys(i["dataset"] for i in items):
         evaluated = [i for i in items if i["dataset"] == dataset]

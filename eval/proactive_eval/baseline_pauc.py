@@ -77,7 +77,6 @@ def blind_pauc_summary(
         `dict`: ``{"overall": {"omega=ω", ...}, "groups": {...}, "fit": {task: how}, "schedules": {task: {"pauc":
         {"text", "fraction", "described"}}}}`` (× 100, turn-weighted, as `score_pauc`).
     """
-
     omega = FIT_OMEGA if FIT_OMEGA in omegas else omegas[0]
     scored = [e for e in episodes if e.targets]
     pool = [e for e in reference or () if e.targets]

@@ -297,7 +297,6 @@ def load_environments(
         `EpisodeList` of environments (a list; ``.skipped`` holds the errors of skipped records, ``.selection``
         the protocol's counts: records in the file, skipped, filtered out).
     """
-
     path = Path(path)
     key = dataset_key(dataset)
     if key != "COCO":

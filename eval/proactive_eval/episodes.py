@@ -142,7 +142,6 @@ def load_episodes(path: str | Path, on_error: str = "raise", video_root: str | P
 
 def save_episodes(path: str | Path, episodes: list[Episode]) -> None:
     """Write episodes as a JSON list (stable key order and formatting), atomically (temp file + rename)."""
-
     atomic_write_text(path, json.dumps([e.to_dict() for e in episodes], indent=1, ensure_ascii=False) + "\n")
 
 

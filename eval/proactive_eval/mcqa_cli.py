@@ -61,7 +61,6 @@ def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
 
 
 def cmd_mcqa(args) -> int:
-
     try:
         return _run(args)
     except EpisodeError:  # it names the file, record and field; the CLI prints it as one line

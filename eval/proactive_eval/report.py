@@ -49,7 +49,6 @@ def build_results(
 
 def failure_rows(failed: dict[str, str], episodes: Sequence) -> list[dict[str, str]]:
     """``{"id", "group", "reason"}`` per failed episode, in episode order."""
-
     return [{"id": e.id, "group": episode_group(e), "reason": failed[e.id]} for e in episodes if e.id in failed]
 
 
@@ -339,7 +338,6 @@ def plot_timelines(
     episodes: Sequence, predictions: dict[str, Sequence], path: str | Path, max_panels: int = 12
 ) -> Path:
     """One row per episode (up to `max_panels`): responses (dots, labelled) against targets and windows."""
-
     plt = pyplot()
     shown = list(episodes)[:max_panels]
     fig, axes = plt.subplots(len(shown), 1, figsize=(11, 1.5 * len(shown) + 0.8), squeeze=False, layout="constrained")

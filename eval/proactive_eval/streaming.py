@@ -41,7 +41,6 @@ _EPS = 1e-6
 
 
 def _default_frames(episode: Episode) -> Iterator[tuple[float, Any]]:
-
     return iter_frames(episode)
 
 
@@ -148,7 +147,6 @@ class StreamingRun(dict):
 
 def episode_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that fail one episode rather than the run: an unreadable video or frames folder."""
-
     return (VideoError,)
 
 
@@ -178,7 +176,6 @@ def run_streaming(
     Returns:
         `StreamingRun`: the outputs of every finished episode, in episode order, and the failed ones.
     """
-
     if on_error not in ("skip", "raise"):
         raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
     episodes = list(episodes)

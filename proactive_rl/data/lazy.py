@@ -68,7 +68,6 @@ def row_episode(row: dict) -> Episode:
 
 def planned_frames(episode: Episode) -> list[tuple[float, np.ndarray]]:
     """``(time, frame)`` pairs with zero-cost placeholder frames of the sizes the real frames will have."""
-
     if episode.video is None:
         scene = (episode.meta or {}).get("scene")
         if not isinstance(scene, dict) or "size" not in scene:
@@ -97,7 +96,6 @@ class EpisodeEncoder:
     process_images: bool = True
 
     def __call__(self, episode: Episode) -> dict:
-
         resize = frame_resizer(self.processor) if self.process_images else None
         frames = frames_of(episode, resize) if self.process_images else planned_frames(episode)
         messages = build_messages(episode, frames, max_frames=self.max_frames)

@@ -308,7 +308,6 @@ def proactivebench_environments(
 
     Images are not decoded here: rows carry image paths that `datasets` opens when a batch needs them.
     """
-
     path = Path(path)
     if protocol is not None:
         if dataset is None:
@@ -337,7 +336,6 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
 
     Every row must hold `ROW_COLUMNS`; an error names the file, the line and the missing field.
     """
-
     path = Path(path)
     rows = []
     for lineno, row in iter_jsonl(read_text(path), path):

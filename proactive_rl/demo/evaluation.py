@@ -31,7 +31,6 @@ logger = logging.getLogger(__name__)
 
 
 def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
-
     prs = {
         "type": "prs",
         "episodes": [{"source": str(task_file(data, "test", t))} for t in settings.prs_tasks],

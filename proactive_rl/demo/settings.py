@@ -30,7 +30,6 @@ _KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", 
 
 def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
     """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
-
     recipe = shipped_path("tiny/grpo_suggestion.yaml")
     sources = [e for e in yaml.safe_load(recipe.read_text())["environments"] if e.get("source") == "synthetic"]
     if not sources:

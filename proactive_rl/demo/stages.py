@@ -129,7 +129,6 @@ def export_env_splits(data: Path, settings: DemoSettings, reuse: bool, progress:
 
 def derive_recipe(stage: str, overrides: dict[str, Any], out: Path) -> Path:
     """The shipped ``tiny/<stage>.yaml`` with `overrides` applied, written to ``<out>/recipes/<stage>.yaml``."""
-
     name = f"tiny/{stage}.yaml"
     source = shipped_path(name)
     recipe = yaml.safe_load(source.read_text())
@@ -153,7 +152,6 @@ _EXTRA_KEYS = {"save_strategy", "eval_environments", "tasks"}
 
 def _entry_point(stage: str):
     """``(make_parser, main)`` of a stage's trainer (`proactive_rl.trainers`); `StageSkipped` when it is not there."""
-
     try:
         module = trainer_module(stage)
         return module.make_parser, module.main

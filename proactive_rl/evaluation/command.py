@@ -90,7 +90,6 @@ def load_checkpoint(path: str | Path, dtype: str | None = None):
 
 def run(args: argparse.Namespace) -> int:
     """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
-
     code = _run(args)
     end_process_group()
     return code

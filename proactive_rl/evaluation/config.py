@@ -199,7 +199,6 @@ class EvalCallbackConfig:
 
 def load_eval_config(path: str) -> EvalCallbackConfig:
     """An `EvalCallbackConfig` from a YAML file: a recipe (its ``eval_callback`` block) or the block alone."""
-
     with open(path) as f:
         raw = yaml.safe_load(f)
     if isinstance(raw, dict) and "eval_callback" in raw:

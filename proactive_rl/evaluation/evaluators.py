@@ -52,7 +52,6 @@ def make_judge(config: dict[str, Any], cache_dir: Path | None = None, **defaults
     `defaults` under the block's own options (a judge that stays down fails the scoring stage). Without a
     ``cache_path`` of its own an LLM judge caches its answers in ``<cache_dir>/judge_cache.sqlite`` (the evaluator's
     folder), so a re-run there, killed or resumed, pays for no prompt twice."""
-
     options = {k: v for k, v in config.items() if k != "type"}
     if config.get("type", "rule") == "rule":
         return RuleJudge(**options)
@@ -82,7 +81,6 @@ class _StreamingEvaluator(Evaluator):
             raise ValueError(f"{where}: 'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only")
 
     def _load(self) -> list:
-
         episodes, _ = load_mixture(self.config.episodes)
         return episodes
 
@@ -121,7 +119,6 @@ class _StreamingEvaluator(Evaluator):
         """``(episode id → outputs, episode id → failure reason)``; the outputs are written to
         ``predictions.jsonl`` first (a judge that is down must not lose what the model said). The counterfactual
         runs go to `counterfactual_runs` (kind → episode id → outputs) and ``predictions_counterfactual.jsonl``."""
-
         records, self.counterfactual_runs = split_counterfactuals(records)
         write_counterfactuals(out_dir, self.counterfactual_runs, [e.id for e in self.items()])
 
@@ -164,7 +161,6 @@ class PRSEvaluator(_StreamingEvaluator):
     summary names the scorer of every task."""
 
     def content_scorers(self, cache_dir: Path | None = None):
-
         judge = self.config.judge
         if judge.get("type", "rule") == "rule":
             return content_scorers(f"rule:{judge.get('kind', 'token_f1')}")
@@ -172,7 +168,6 @@ class PRSEvaluator(_StreamingEvaluator):
         return content_scorers(scorer)
 
     def score(self, records, out_dir, plots=True) -> Scored:
-
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
         scorers = self.content_scorers(out_dir)
@@ -221,7 +216,6 @@ class PAUCEvaluator(_StreamingEvaluator):
         return make_judge(self.config.judge, cache_dir)
 
     def score(self, records, out_dir, plots=True) -> Scored:
-
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
         judge = self.judge(out_dir)

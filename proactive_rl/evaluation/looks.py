@@ -52,7 +52,6 @@ def is_blind(metric: str) -> bool:
 
 def counterfactual_sources(evaluator, frame_source) -> dict[str, Any]:
     """``kind -> frame source`` of the evaluator's counterfactuals, paired over all its items (every rank alike)."""
-
     kinds = evaluator.config.counterfactual or []
     return {kind: counterfactual_source(kind, evaluator.items(), frame_source) for kind in kinds}
 
@@ -80,7 +79,6 @@ def play_counterfactuals(evaluator, policy, episode, sources: dict, unplayable, 
 
 def split_counterfactuals(records: list[dict]) -> tuple[list[dict], dict[str, dict[str, list]]]:
     """``(the episodes' own records, kind -> episode id -> outputs)`` of gathered (or resumed) records."""
-
     own, runs = [], {}
     for record in records:
         eid, kind = split_counterfactual_id(record["id"])
@@ -128,7 +126,6 @@ def _flat(summary: dict[str, Any], keys: tuple[str, ...], suffix: str = "", pref
 
 def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind row and the counterfactuals of a PRS evaluation (module docstring)."""
-
     alpha, keys = evaluator.config.alpha, ("prs_u", "prs_b")
     reference = evaluator.baseline_items()
     blind = _blind(evaluator, episodes, lambda: blind_prs_summary(episodes, reference, alpha, content_scorer=scorers))
@@ -151,7 +148,6 @@ def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers)
 def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, omegas) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind answer and the counterfactuals of a PAUC evaluation: ``blind_pauc_wω``,
     ``pauc_wω_swap``, ``vision_gain_pauc_wω`` (module docstring)."""
-
     keys = tuple(f"omega={o}" for o in omegas)
 
     def named(summary: dict, prefix: str = "", suffix: str = "") -> dict[str, float]:
@@ -179,7 +175,6 @@ def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, 
 def mcqa_looks(evaluator, records: list[dict], swapped: list[dict]) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the image-blind policy (``blind_acc``, ``blind_ps``) and of the swapped images
     (``acc_swap``, ``ps_swap``, ``vision_gain_acc``) of an MCQA evaluation (`proactive_eval.baseline_mcqa`)."""
-
     played = {r["id"] for r in records}
     envs = [e for e in evaluator.items() if e.id in played]
     blind = _blind(evaluator, envs, lambda: blind_mcqa_summary(envs, evaluator.baseline_items()))
@@ -216,7 +211,6 @@ def mcqa_looks_markdown(summary: dict) -> str:
 def oeg_looks(evaluator, rows: list[dict], swapped: list[dict], swapped_rows: list[dict], judge) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind answer (``blind_agg``, ``blind_acc``, ``blind_ps``) and of the swapped
     images (``agg_swap``, ``vision_gain_agg``) of an OEG evaluation (`proactive_eval.baseline_mcqa`)."""
-
     keys = ("agg", "acc", "ps")
     blind = _blind(evaluator, rows, lambda: blind_oeg_summary(rows, judge, evaluator.baseline_items()))
     metrics = {f"blind_{k}": float(blind[k]) for k in keys}

@@ -23,7 +23,6 @@ DEFAULT_MAX_NEW_TOKENS = 16
 
 def model_policy(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, max_frames: int | None = None):
     """The live model as a greedy `proactive_rl.streaming.HFStreamingPolicy` (a `StreamingPolicy`)."""
-
     return HFStreamingPolicy(
         model, processor, sampling=SamplingParams(max_new_tokens=max_new_tokens), max_frames=max_frames
     )
@@ -84,7 +83,6 @@ def mcqa_answer_fn(
 ) -> Callable:
     """``(observation, hint="") -> answer text``: the observation's image and the authors' multiple-choice text
     (`proactive_rl.data.mcqa.mcqa_text`, the suggestion trainer's row text) through `image_answer_fn`."""
-
     answer = image_answer_fn(model, processor, max_new_tokens)
     return lambda observation, hint="": answer(
         observation_image(observation), mcqa_text(observation, hint), suppress_tokens
@@ -97,7 +95,6 @@ def generation_model(model, trainer=None) -> Iterator:
     the parameters are gathered whole (and the engine's hooks lifted, TRL's `unwrap_model_for_generation`), so
     each rank decodes its own shard for as many steps as it needs: a sharded forward is a collective and ranks
     decoding different episodes would hang."""
-
     if trainer is not None:
         with gathered_for_generation(trainer.model_wrapped, trainer.accelerator) as unwrapped:
             yield unwrapped

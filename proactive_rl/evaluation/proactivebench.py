@@ -61,7 +61,6 @@ def _check_environments(config, where: str) -> None:
 
 def swap_images(envs: list) -> dict[str, Any]:
     """Environment id → the environment whose images it is shown with under ``swap`` (same dataset)."""
-
     by_id = {e.id: e for e in envs}
     pairs = swap_partners(envs, group=lambda e: getattr(e, "dataset", ""))
     return {eid: by_id[other] for eid, other in pairs.items()}
@@ -69,7 +68,6 @@ def swap_images(envs: list) -> dict[str, Any]:
 
 def _split_swapped(records: list[dict]) -> tuple[list[dict], list[dict]]:
     """``(own records, swap records with their environment's id)``."""
-
     own, swapped = [], []
     for r in records:
         eid, kind = split_counterfactual_id(r["id"])
@@ -167,7 +165,6 @@ class MCQAEvaluator(Evaluator):
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
-
         records, swapped = _split_swapped(records)
         summary = dict(proactivebench_summary(records))
         groups: dict[str, list[dict]] = {}
@@ -231,7 +228,6 @@ class OEGEvaluator(Evaluator):
         ]  # fmt: skip
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-
         answer = image_answer_fn(model, processor, self.config.max_new_tokens)
         partners = swap_images(self.items()) if "swap" in (self.config.counterfactual or []) else {}
         records = []
@@ -254,7 +250,6 @@ class OEGEvaluator(Evaluator):
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
-
         if out_dir is not None:  # written before judging: a judge that is down must not lose what the model said
             atomic_write_text(out_dir / "predictions.jsonl", _jsonl(records))
         judge = make_judge(self.config.judge, cache_dir=out_dir, system_prompt=OEG_SYSTEM_PROMPT)

@@ -66,7 +66,6 @@ def _failure(name: str, stage: str, err: BaseException, rank: int) -> dict[str, 
 
 def _resumed(evaluators, out: Path, meta: dict | None) -> dict[str, list[dict]]:
     """Main process: the stored records of each resumable evaluator (see `proactive_rl.evaluation.resume`)."""
-
     resumed = {}
     for ev in evaluators:
         if not ev.resumable:
@@ -87,7 +86,6 @@ def _resumed(evaluators, out: Path, meta: dict | None) -> dict[str, list[dict]]:
 def _generate_local(
     evaluators: Sequence[Evaluator], model, processor, trainer, state, out: Path | None, resumed: dict
 ) -> dict[str, dict]:
-
     local: dict[str, dict] = {}
     with generation_model(model, trainer) as gen_model:
         for ev in evaluators:
@@ -124,7 +122,6 @@ def _generate_local(
 def in_item_order(evaluator, records: list[dict]) -> list[dict]:
     """`records` in the order of the evaluator's items, each item's own record and then its counterfactual runs
     (``<id>#<kind>``) in the configured order: a resumed run scores the list an uninterrupted run scores."""
-
     order = {item.id: k for k, item in enumerate(evaluator.items())}
     kinds = {kind: k for k, kind in enumerate(getattr(evaluator.config, "counterfactual", None) or [])}
 
@@ -136,7 +133,6 @@ def in_item_order(evaluator, records: list[dict]) -> list[dict]:
 
 
 def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool, resumed: dict) -> dict[str, dict]:
-
     entries = {}
     for ev in evaluators:
         parts = [g[ev.name] for g in gathered]

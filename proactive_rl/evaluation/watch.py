@@ -123,7 +123,6 @@ class CheckpointWatcher:
             ) from None
 
     def _write_state(self) -> None:
-
         self.out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.out_dir / STATE_NAME, json.dumps(self.state, indent=1) + "\n")
 
@@ -238,7 +237,6 @@ class CheckpointWatcher:
 
     def write_leaderboard(self) -> dict[str, Path]:
         """``leaderboard.md``, ``leaderboard.json`` and (with plots) ``leaderboard.png`` in the output folder."""
-
         rows = self.rows()
         every = list(dict.fromkeys(k for r in rows for k in r.get("metrics", {})))
         metrics = [k for k in every if not is_blind(k)]  # the blind values get a row of their own
@@ -316,7 +314,6 @@ class CheckpointWatcher:
 
 def plot_leaderboard(rows: list[dict[str, Any]], metrics: list[str], path: Path) -> Path:
     """One panel per metric: its value against the training step (atomically written PNG)."""
-
     plt = pyplot()
     n = len(metrics)
     cols = min(3, n)

@@ -62,7 +62,6 @@ class FirstStepTimer(TrainerCallback):
 
 
 def state_token_ids(processor) -> list[int]:
-
     tokenizer = getattr(processor, "tokenizer", processor)
     ids = [tokenizer.convert_tokens_to_ids(t) for t in (SILENCE_TOKEN, RESPONSE_TOKEN)]
     if any(i is None or i == tokenizer.unk_token_id for i in ids):
@@ -138,7 +137,6 @@ def _eager_data(script_args, training_args, encode, tokenizer):
 
 def _lazy_data(script_args, training_args, encode: EpisodeEncoder, tokenizer):
     """Episode rows validated and measured without pixels (cached map), frames decoded per batch (docs/spec.md §1)."""
-
     measure = EpisodeMeasure(replace(encode, process_images=False))
 
     def prepared(sources, what):

@@ -30,7 +30,6 @@ from .chunks import Chunk
 def silent_draft(processor, silence: str = SILENCE_TOKEN) -> list[int]:
     """The token ids of a silent assistant turn as the chat template renders it, from after the generation prompt
     (``<|im_start|>assistant\\n``) through the end-of-turn token: ``</Silence><|im_end|>`` for Qwen."""
-
     tokenizer = getattr(processor, "tokenizer", processor)
     ids = render_assistant_turn(processor, silence).input_ids
     header = generation_prompt_ids(processor)

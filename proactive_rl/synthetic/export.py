@@ -131,7 +131,6 @@ def environment_record(env, rel_dir: str) -> dict:
 
 def export_environments(env_dir: Path, kind: str, envs: list, reuse: bool = False, progress=None) -> dict[str, int]:
     """Write ``env_dir/<kind>.jsonl`` and its images (with `reuse`, existing images are kept); returns counts."""
-
     counts = {"written": 0, "reused": 0}
     lines = []
     for env in envs:
@@ -191,7 +190,6 @@ def export_dataset(
     Returns:
         `dict`: the manifest plus ``written`` / ``reused`` file counts.
     """
-
     out = Path(out)
     if int(seed) < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")

@@ -130,7 +130,6 @@ class Judge:
         return [by_prompt[p] for p in prompts]
 
     async def _gather(self, fn, prompts: list[str], progress: bool, desc: str) -> list:
-
         bar = tqdm(total=len(prompts), disable=not progress, desc=desc, leave=False)
 
         async def one(prompt):

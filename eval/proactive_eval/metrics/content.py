@@ -53,7 +53,6 @@ class JudgeScorer:
 
     def prefetch(self, requests: Iterable[tuple[str, str, str]], progress: bool = False) -> None:
         """Judge every ``(question, target_text, response_text)`` not yet judged, in one batch."""
-
         todo = [r for r in dict.fromkeys(requests) if r not in self._levels]
         if todo:
             levels = self.judge.score_many([pauc_prompt(q, g, r) for q, g, r in todo], progress=progress)
@@ -85,7 +84,6 @@ def rule_scorer(kind: str = "token_f1") -> NamedScorer:
 
 
 def exact_scorer() -> NamedScorer:
-
     return NamedScorer("exact_match", exact_match)
 
 

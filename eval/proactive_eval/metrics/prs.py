@@ -124,7 +124,6 @@ def score_prs(
             batch before scoring.
         progress (`bool`, *optional*): show a progress bar.
     """
-
     prs_score = _prs_score()
     if content_scorer is None:
         content_scorer = content_scorers()
@@ -186,7 +185,6 @@ def _prefetch_judged(episodes, predictions, scorer_of, alpha: float, progress: b
 
 
 def _prs_score():
-
     if hasattr(proactive_rewards, "prs_score"):
         return proactive_rewards.prs_score
 

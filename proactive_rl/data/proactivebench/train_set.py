@@ -53,7 +53,6 @@ def _drawing_key(record: dict) -> str:
 def quickdraw_records(path: str | Path, exclude: list[str | Path] = ()) -> tuple[list[dict], int]:
     """QuickDraw records of `path` (authors' format) whose drawing is in none of the `exclude` files; and how
     many were dropped for it."""
-
     banned = {_drawing_key(r) for p in exclude for r in read_records(p)}
     records = read_records(path)
     kept = [r for r in records if _drawing_key(r) not in banned]
@@ -70,7 +69,6 @@ def pick_states(states: list[dict], ambiguous: bool, rng) -> dict | None:
 
 def sample_rows(envs: list, n: int | None, ambiguous_fraction: float, rng) -> list[dict]:
     """`n` rows (one per environment, environments in a seeded order), ``round(ambiguous_fraction · n)`` ambiguous."""
-
     order = [envs[i] for i in rng.permutation(len(envs))]
     if n is not None and n > len(order):
         raise ValueError(f"asked for {n} rows but there are only {len(order)} environments: too few environments")
@@ -107,7 +105,6 @@ def build_train_set(
     settings: CropSettings | None = None,
 ) -> dict[str, Any]:
     """Write the training set (see the module docstring) and return its manifest."""
-
     if not 0.0 <= ambiguous_fraction <= 1.0:
         raise ValueError(f"ambiguous_fraction: must be in [0, 1], got {ambiguous_fraction}")
     if coco_annotations is None and qd is None:

@@ -114,7 +114,6 @@ class StreamingGRPOScriptArguments:
         self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded
 
     def windows(self, sources) -> list[RolloutWindow]:
-
         episodes, _ = load_mixture(sources, on_error=self.on_bad_record)
         return build_windows(
             episodes,

@@ -47,7 +47,6 @@ PRIVATE_TOUCHES = {
 
 def task_rewards(windows: list[RolloutWindow], args: StreamingGRPOConfig) -> list:
     """The `proactive_rewards` reward of every task present (each scores its own task's rows, `None` elsewhere)."""
-
     specs = {get_task(w.task).reward: get_task(w.task) for w in windows}  # reward name -> a task it scores
     funcs = [
         get_reward(name, **specs[name].reward_params(args.reward_alpha, args.reward_lambda)) for name in sorted(specs)
@@ -145,7 +144,6 @@ def _groups(prompts: list[str]) -> list[tuple[str, int]]:
 
 def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dict:
     """TRL ``rollout_func``: roll every window of this rank's generation batch through the streaming engine."""
-
     unknown = [p for p in prompts if p not in trainer.windows]
     if unknown:
         raise KeyError(f"rollout window {unknown[0]!r} is not among the trainer's windows")

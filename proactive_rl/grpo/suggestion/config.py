@@ -85,7 +85,6 @@ class SuggestionScriptArguments:
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
     def __post_init__(self):
-
         if self.trainer != "grpo_suggestion":
             raise ValueError(f"trainer: this entry point runs 'grpo_suggestion', got {self.trainer!r}")
         if self.environments is None:

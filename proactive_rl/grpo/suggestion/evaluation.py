@@ -11,7 +11,6 @@ from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 def held_out_evaluator(script_args: SuggestionScriptArguments, max_new_tokens: int):
     """The MCQA evaluator (`proactive_rl.evaluation`) of the held-out environments: greedy ``acc`` / ``ps``
     (docs/spec.md §6) with the trainer's prompt (``hint``) and decoding (``answer_letters_only``)."""
-
     config = EvaluatorConfig(
         type="mcqa",
         name="mcqa",

@@ -56,7 +56,6 @@ def load_policy(model_args: ModelConfig, seed: int = 0):
 
 
 def build_rows(sources: list[EnvironmentSpec], hint: bool) -> list[dict]:
-
     rows = []
     for src in sources:
         if src.format == "rows":
@@ -70,14 +69,12 @@ def build_rows(sources: list[EnvironmentSpec], hint: bool) -> list[dict]:
 
 
 def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) -> list:
-
     reward = get_reward("proactive_suggestion", r_p=script_args.r_p)
     return guard_rewards([reward], script_args.reward_on_error, num_generations, script_args.max_reward_error_rate)
 
 
 def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
     """Model, rows (validated before the first step), guarded reward and `trl.GRPOTrainer`, ready to `train()`."""
-
     check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
     resolve_generation_backend(script_args.generation_backend, training_args)
     model, processor = load_policy(model_args, seed=training_args.seed)

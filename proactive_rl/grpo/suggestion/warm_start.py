@@ -57,7 +57,6 @@ def warm_start_rows(
             target being the correct category even where the image is ambiguous, so the model learns the best
             guess of each state (its posterior) and still nothing about when to ask.
     """
-
     if not 0.0 <= suggest_rate < 1.0:
         raise ValueError(f"suggest_rate: expected a fraction in [0, 1), got {suggest_rate!r}")
     if states not in STATES:
