@@ -23,7 +23,7 @@ from pathlib import Path
 
 from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config
 from proactive_rl.evaluation.backends import log_results
-from proactive_rl.evaluation.run import end_process_group
+from proactive_rl.evaluation.shutdown import exit_launched
 from proactive_rl.evaluation.watch import CheckpointWatcher
 from proactive_rl.models.spec import load_model_spec
 from proactive_rl.shipped import resolve_recipe
@@ -90,9 +90,7 @@ def load_checkpoint(path: str | Path, dtype: str | None = None):
 
 def run(args: argparse.Namespace) -> int:
     """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
-    code = _run(args)
-    end_process_group()
-    return code
+    return exit_launched(_run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
