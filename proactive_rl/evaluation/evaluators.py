@@ -13,6 +13,7 @@ the rewards use (docs/spec.md §13). They are resumable (`proactive_rl.evaluatio
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -59,26 +60,50 @@ class _StreamingEvaluator(Evaluator):
         return episodes
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        from proactive_eval.streaming import episode_errors, run_episode
-        from proactive_rl.data.frames import frames_of
         from proactive_rl.evaluation.policy import model_policy
 
-        policy = model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
-        unplayable = episode_errors()
-        records = []
-        for episode in self._progress(items, "episode"):
-            try:
-                outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
-            except unplayable as err:
-                if self.config.on_error == "raise":
-                    raise
-                logger.warning("evaluator %r: episode %r not played: %s", self.name, episode.id, err)
-                records.append({"id": episode.id, "failed": str(err)})
-                continue
-            if writer is not None:
+        config = self.config
+        if config.batch_size == 1 or len(items) < 2:
+            policy = model_policy(model, processor, config.max_new_tokens, config.max_frames)
+            return [self._play(policy, episode, writer) for episode in self._progress(items, "episode")]
+        # episodes in lockstep (`proactive_rl.streaming.batch`): one policy per episode, on the batcher's sessions
+        import threading
+
+        from proactive_rl.streaming.batch import Batcher
+
+        batcher, lock = Batcher(model, processor), threading.Lock()
+        bar = self._progress_bar(len(items), "episode")
+
+        def play(episode) -> dict:
+            policy = model_policy(model, processor, config.max_new_tokens, config.max_frames, batcher=batcher)
+            record = self._play(policy, episode, writer, lock)
+            if bar is not None:
+                with lock:
+                    bar.update()
+            return record
+
+        try:
+            return batcher.map(items, play, config.batch_size)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _play(self, policy, episode, writer=None, lock=None) -> dict:
+        """One episode's record (its outputs, or why it could not be played); the outputs handed to `writer`."""
+        from proactive_eval.streaming import episode_errors, run_episode
+        from proactive_rl.data.frames import frames_of
+
+        try:
+            outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
+        except episode_errors() as err:
+            if self.config.on_error == "raise":
+                raise
+            logger.warning("evaluator %r: episode %r not played: %s", self.name, episode.id, err)
+            return {"id": episode.id, "failed": str(err)}
+        if writer is not None:
+            with lock or contextlib.nullcontext():
                 writer.write(episode.id, outputs)
-            records.append({"id": episode.id, "responses": [(r.time, r.text, r.malformed) for r in outputs]})
-        return records
+        return {"id": episode.id, "responses": [(r.time, r.text, r.malformed) for r in outputs]}
 
     def _predictions(self, records: list[dict], out_dir: Path | None) -> tuple[dict[str, list], dict[str, str]]:
         """``(episode id → outputs, episode id → failure reason)``; the outputs are written to

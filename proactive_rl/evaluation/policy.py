@@ -15,12 +15,19 @@ from collections.abc import Callable, Iterator
 DEFAULT_MAX_NEW_TOKENS = 16
 
 
-def model_policy(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, max_frames: int | None = None):
-    """The live model as a greedy `proactive_rl.streaming.HFStreamingPolicy` (a `StreamingPolicy`)."""
+def model_policy(
+    model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, max_frames: int | None = None, batcher=None
+):
+    """The live model as a greedy `proactive_rl.streaming.HFStreamingPolicy` (a `StreamingPolicy`); with a
+    `proactive_rl.streaming.batch.Batcher`, one whose episode plays in the batcher's lockstep rounds."""
     from proactive_rl.streaming import HFStreamingPolicy, SamplingParams
 
     return HFStreamingPolicy(
-        model, processor, sampling=SamplingParams(max_new_tokens=max_new_tokens), max_frames=max_frames
+        model,
+        processor,
+        sampling=SamplingParams(max_new_tokens=max_new_tokens),
+        max_frames=max_frames,
+        batcher=batcher,
     )
 
 

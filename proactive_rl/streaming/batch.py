@@ -79,7 +79,8 @@ class BatchStats:
     language_calls: int = 0
     rows: int = 0
     tokens: int = 0
-    peak_cache_bytes: int = 0
+    peak_cache_bytes: int = 0  # allocated (buffers double when full)
+    peak_cache_used: int = 0  # the kept tokens' keys and values
     rows_per_call: list[int] = field(default_factory=list)
 
 
@@ -117,8 +118,10 @@ class BatchedSession(StreamingSession):
         super().__init__(batcher.model, batcher.processor, max_frames=max_frames, record_logits=record_logits)
         self.batcher = batcher
 
-    def cache_bytes(self) -> int:
-        return 0 if self.cache is None else sum(row.nbytes() for row in self.cache.rows)
+    def cache_bytes(self) -> tuple[int, int]:
+        """(allocated, used) bytes of this session's KV cache."""
+        rows = [] if self.cache is None else self.cache.rows
+        return sum(row.nbytes() for row in rows), sum(row.used_bytes() for row in rows)
 
     def _encode(self, pixel_values: torch.Tensor, grids: torch.Tensor) -> list[ImageFeatures]:
         images = self.batcher.submit("vision", (pixel_values, grids))
@@ -295,7 +298,8 @@ class Batcher:
                 self._language(language)
         with self._cond:
             live = [s.cache_bytes() for s in list(self._sessions)]
-        self.stats.peak_cache_bytes = max(self.stats.peak_cache_bytes, sum(live))
+        self.stats.peak_cache_bytes = max(self.stats.peak_cache_bytes, sum(a for a, _ in live))
+        self.stats.peak_cache_used = max(self.stats.peak_cache_used, sum(u for _, u in live))
 
     def _vision(self, requests: list[_Request]) -> None:
         pixels = torch.cat([r.payload[0] for r in requests]).to(self.device)

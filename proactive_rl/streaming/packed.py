@@ -62,8 +62,15 @@ class RowKV:
         return new
 
     def nbytes(self) -> int:
-        """Bytes held (buffers included)."""
+        """Bytes allocated (buffers included)."""
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self._layers.values())
+
+    def used_bytes(self) -> int:
+        """Bytes of the kept tokens' keys and values."""
+        return sum(
+            (k.numel() // k.shape[-2] * k.element_size() + v.numel() // v.shape[-2] * v.element_size()) * self.length
+            for k, v in self._layers.values()
+        )
 
 
 @dataclass

@@ -31,6 +31,7 @@ from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
 from proactive_rl.grpo.streaming.windows import TASK_REWARDS, RolloutWindow, build_windows, composition
 from proactive_rl.streaming import SamplingParams
+from proactive_rl.streaming.batch import Batcher
 from proactive_rl.training import (
     attach_eval_callback,
     check_model_args,
@@ -63,6 +64,9 @@ class StreamingGRPOConfig(GRPOConfig):
             of values stops the run naming it (``"raise"``) or skips its group with a logged error rate (``"skip"``).
         system_prompt (`str`, *optional*): the system turn; defaults to `proactive_rl.chat.DEFAULT_SYSTEM_PROMPT`.
         frame_cache_size (`int`, *optional*, defaults to `64`): episodes whose decoded frames are kept in memory.
+        rollout_batch_size (`int`, *optional*, defaults to `8`): rollout groups (windows, G rows each) of a rank's
+            generation batch played in lockstep, one batched vision call and one batched language-model call per
+            step (`proactive_rl.streaming.batch`; the same rollouts as one group after another, ``1``).
     """
 
     max_turn_tokens: int = field(default=16, metadata={"help": "Per-turn cap on decoded tokens."})
@@ -75,6 +79,7 @@ class StreamingGRPOConfig(GRPOConfig):
     reward_on_error: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})
     system_prompt: str = field(default=DEFAULT_SYSTEM_PROMPT, metadata={"help": "The system turn."})
     frame_cache_size: int = field(default=64, metadata={"help": "Episodes whose frames stay in memory."})
+    rollout_batch_size: int = field(default=8, metadata={"help": "Rollout groups played in lockstep."})
 
     def __post_init__(self):
         # the reward columns (task, targets) must reach the rewards
@@ -82,6 +87,8 @@ class StreamingGRPOConfig(GRPOConfig):
         super().__post_init__()
         if self.max_turn_tokens < 1:
             raise ValueError(f"max_turn_tokens: must be >= 1, got {self.max_turn_tokens}")
+        if self.rollout_batch_size < 1:
+            raise ValueError(f"rollout_batch_size: must be >= 1, got {self.rollout_batch_size}")
         if self.reward_on_error not in ON_ERROR:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
         if self.use_vllm:
@@ -260,7 +267,10 @@ def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dic
     unknown = [p for p in prompts if p not in trainer.windows]
     if unknown:
         raise KeyError(f"rollout window {unknown[0]!r} is not among the trainer's windows")
-    trajectories = []
+    groups = [(trainer.windows[window_id], n) for window_id, n in _groups(prompts)]
+    # drawn in group order before any rollout, as one group after another draws them (TRL seeds ranks differently)
+    seeds = [int(torch.randint(0, 2**31 - 1, (1,)).item()) for _ in groups]
+    frames = [trainer.episode_frames(window) for window, _ in groups]
     with (
         unwrap_model_for_generation(
             trainer.model_wrapped,
@@ -270,18 +280,27 @@ def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dic
         ) as unwrapped,
         torch.no_grad(),
     ):
-        for window_id, n in _groups(prompts):
-            window = trainer.windows[window_id]
-            seed = int(torch.randint(0, 2**31 - 1, (1,)).item())  # TRL seeds each rank differently
-            trajectories += rollout_window(
+        batch_size = trainer.args.rollout_batch_size
+        batcher = Batcher(unwrapped, trainer.processing_class) if batch_size > 1 and len(groups) > 1 else None
+
+        def roll(k: int) -> list:
+            window, n = groups[k]
+            return rollout_window(
                 unwrapped,
                 trainer.processing_class,
                 window,
                 n,
-                trainer.sampling_params(seed),
-                frames=trainer.episode_frames(window),
+                trainer.sampling_params(seeds[k]),
+                frames=frames[k],
                 system_prompt=trainer.args.system_prompt,
+                batcher=batcher,
             )
+
+        if batcher is None:
+            per_group = [roll(k) for k in range(len(groups))]
+        else:
+            per_group = batcher.map(range(len(groups)), roll, batch_size)
+    trajectories = [t for group in per_group for t in group]
     images = [image for t in trajectories for image in t.images]
     vision = trainer.processing_class.image_processor(images=images, return_tensors="pt")
     device = trainer.accelerator.device
