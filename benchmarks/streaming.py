@@ -109,12 +109,16 @@ def stream(frames: list[np.ndarray]) -> tuple[Episode, list[tuple[float, np.ndar
     ]
 
 
-def proactive_model(arch: str, size: str, frames: list[np.ndarray], respond: float):
-    """The tiny model with a proactive head fit to this stream's all-silent dialogue (see the module docstring)."""
+def proactive_model(arch: str, size: str, frames: list[np.ndarray], respond: float, more: list | None = None):
+    """The tiny model with a proactive head fit to this stream's all-silent dialogue (and to those of the `more`
+    streams: the `respond` share then holds over all of them; see the module docstring)."""
     model, processor = build_tiny(arch, size, seed=0)
-    episode, timed = stream(frames)
-    dialogue = encode_dialogue(processor, build_messages(episode, timed, responses=["</Silence>"] * len(frames)))
-    return proactive_stand_in(model, processor, respond=respond, dialogues=[dialogue]), processor
+    dialogues = []
+    for stream_frames in [frames, *(more or [])]:
+        episode, timed = stream(stream_frames)
+        silent = ["</Silence>"] * len(stream_frames)
+        dialogues.append(encode_dialogue(processor, build_messages(episode, timed, responses=silent)))
+    return proactive_stand_in(model, processor, respond=respond, dialogues=dialogues), processor
 
 
 def run_engine(model, processor, frames, new_tokens: int, **switches):
@@ -230,7 +234,7 @@ def batched_benchmark(args) -> None:
         streams = [
             [rng.integers(0, 255, size=(64, 64, 3), dtype=np.uint8) for _ in range(T)] for _ in range(args.episodes)
         ]
-        model, processor = proactive_model(args.arch, args.size, streams[0], args.respond)
+        model, processor = proactive_model(args.arch, args.size, streams[0], args.respond, streams[1:8])
         batch_size = args.batch_size or args.episodes
         play_streams(model, processor, [s[:4] for s in streams[:2]], args.new_tokens)  # warm-up
         play_streams(model, processor, [s[:4] for s in streams[:2]], args.new_tokens, Batcher(model, processor), 2)
@@ -260,15 +264,20 @@ def batched_benchmark(args) -> None:
         text = model.config.get_text_config(decoder=True)
         head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
         per_token = 2 * text.num_hidden_layers * text.num_key_value_heads * head_dim * 4
+        silence = processor.tokenizer.convert_tokens_to_ids("</Silence>")
+        responding = sum(x[a] != silence for x in ids for a, _ in turns_of(processor, x))
         line = (
             f"{args.arch}-{args.size}, N={args.episodes} streams x T={T} frames ({tokens} tokens in all, "
-            f"{len(ids[0])} in the first), batch {batch_size}, median of {reps} interleaved repetitions: one at a "
+            f"{len(ids[0])} in the first; {responding} of {args.episodes * T} turns respond, proactive stand-in fit to "
+            f"{min(8, args.episodes)} of the streams, --respond {args.respond}), batch {batch_size}, median of {reps} interleaved repetitions: one at a "
             f"time {med['one at a time']:.2f}s, batched {med['batched']:.2f}s = {speedup:.2f}x faster"
             f"{' (' + goals[0] + ')' if T in (16, 64) else ''}; limit (image processing + full forwards, {rows} "
             f"rows per forward at --limit-tokens {args.limit_tokens}) {med['limit']:.2f}s: batched = "
             f"{over_limit:.2f}x the limit{' (' + goals[-1] + ')' if T in (64, 256) else ''}, one at a time = "
             f"{med['one at a time'] / med['limit']:.2f}x. Batched: {stats.language_calls} language-model calls "
-            f"({statistics.mean(stats.rows_per_call):.1f} rows each on average), {stats.vision_calls} vision calls; "
+            f"({statistics.mean(stats.rows_per_call):.1f} rows each on average, {stats.language_s:.2f}s), "
+            f"{stats.vision_calls} vision calls ({stats.vision_s:.2f}s), {stats.tokens} tokens fed (rejected drafts' "
+            f"frames are fed again: {stats.tokens / tokens:.2f}x the final tokens); "
             f"peak KV cache {stats.peak_cache_used / 2**20:.1f} MiB in use ({stats.peak_cache_bytes / 2**20:.1f} MiB "
             f"allocated) = {stats.peak_cache_used / tokens:.0f} B per token of the {args.episodes} final sequences "
             f"({per_token} B/token = 2 x layers x KV heads x head dim x 4 B: linear in B and T, no re-prefill). "

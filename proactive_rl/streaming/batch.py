@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -82,6 +83,8 @@ class BatchStats:
     peak_cache_bytes: int = 0  # allocated (buffers double when full)
     peak_cache_used: int = 0  # the kept tokens' keys and values
     rows_per_call: list[int] = field(default_factory=list)
+    vision_s: float = 0.0  # wall time in vision calls
+    language_s: float = 0.0  # wall time in language-model calls
 
 
 class _Rows:
@@ -291,11 +294,15 @@ class Batcher:
         self.stats.rounds += 1
         with _eval_mode(self.model):
             vision = [r for r in requests if r.kind == "vision"]
+            start = time.perf_counter()
             if vision:
                 self._vision(vision)
             language = [r for r in requests if r.kind == "language"]
+            middle = time.perf_counter()
             if language:
                 self._language(language)
+            self.stats.vision_s += middle - start
+            self.stats.language_s += time.perf_counter() - middle
         with self._cond:
             live = [s.cache_bytes() for s in list(self._sessions)]
         self.stats.peak_cache_bytes = max(self.stats.peak_cache_bytes, sum(a for a, _ in live))
