@@ -13,7 +13,6 @@ the rewards use (docs/spec.md §13). They are resumable (`proactive_rl.evaluatio
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,17 @@ def _fmt_items(items) -> str:
     return "; ".join(f"{float(t):.1f}s {text}" for t, text, *_ in items)
 
 
+class _LockedWriter:
+    """A prediction writer shared by the episodes of a batch (worker threads): one line at a time."""
+
+    def __init__(self, writer, lock):
+        self.writer, self.lock = writer, lock
+
+    def write(self, episode_id, outputs) -> None:
+        with self.lock:
+            self.writer.write(episode_id, outputs)
+
+
 class _StreamingEvaluator(Evaluator):
     resumable = True
 
@@ -50,6 +60,10 @@ class _StreamingEvaluator(Evaluator):
         from proactive_rl.data.mixture import parse_mixture
 
         config.episodes = parse_mixture(config.episodes, f"{where}.episodes")
+        if config.baseline_episodes is not None:
+            config.baseline_episodes = parse_mixture(config.baseline_episodes, f"{where}.baseline_episodes")
+        if config.baseline_environments is not None:
+            raise ValueError(f"{where}: 'baseline_environments' is for mcqa evaluators; use 'baseline_episodes'")
         if config.hint or config.answer_letters_only:
             raise ValueError(f"{where}: 'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only")
 
@@ -59,57 +73,82 @@ class _StreamingEvaluator(Evaluator):
         episodes, _ = load_mixture(self.config.episodes)
         return episodes
 
+    def baseline_items(self) -> list | None:
+        """The episodes the blind schedule is fitted on (``baseline_episodes``), or `None` (leave-one-out)."""
+        if self.config.baseline_episodes is None:
+            return None
+        if getattr(self, "_baseline", None) is None:
+            from proactive_rl.data import load_mixture
+
+            self._baseline = load_mixture(self.config.baseline_episodes)[0]
+        return self._baseline
+
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        from proactive_rl.data.frames import frames_of
+        from proactive_rl.evaluation.looks import counterfactual_sources
         from proactive_rl.evaluation.policy import model_policy
 
         config = self.config
+        sources = counterfactual_sources(self, frames_of)
         if config.batch_size == 1 or len(items) < 2:
             policy = model_policy(model, processor, config.max_new_tokens, config.max_frames)
-            return [self._play(policy, episode, writer) for episode in self._progress(items, "episode")]
+            return [
+                r for episode in self._progress(items, "episode") for r in self._play(policy, episode, sources, writer)
+            ]
         # episodes in lockstep (`proactive_rl.streaming.batch`): one policy per episode, on the batcher's sessions
         import threading
 
         from proactive_rl.streaming.batch import Batcher
 
         batcher, lock = Batcher(model, processor), threading.Lock()
+        writer = None if writer is None else _LockedWriter(writer, lock)
         bar = self._progress_bar(len(items), "episode")
 
-        def play(episode) -> dict:
+        def play(episode) -> list[dict]:
             policy = model_policy(model, processor, config.max_new_tokens, config.max_frames, batcher=batcher)
-            record = self._play(policy, episode, writer, lock)
+            records = self._play(policy, episode, sources, writer)
             if bar is not None:
                 with lock:
                     bar.update()
-            return record
+            return records
 
         try:
-            return batcher.map(items, play, config.batch_size)
+            return [r for records in batcher.map(items, play, config.batch_size) for r in records]
         finally:
             if bar is not None:
                 bar.close()
 
-    def _play(self, policy, episode, writer=None, lock=None) -> dict:
-        """One episode's record (its outputs, or why it could not be played); the outputs handed to `writer`."""
+    def _play(self, policy, episode, sources: dict, writer=None) -> list[dict]:
+        """One episode's records: its counterfactual runs, then its own outputs (or why it could not be played);
+        each handed to `writer` as it ends."""
         from proactive_eval.streaming import episode_errors, run_episode
         from proactive_rl.data.frames import frames_of
+        from proactive_rl.evaluation.looks import play_counterfactuals
 
+        unplayable = episode_errors()
+        # the counterfactuals first: a stored episode (resume) then has them stored too
+        records = play_counterfactuals(self, policy, episode, sources, unplayable, writer)
         try:
             outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
-        except episode_errors() as err:
+        except unplayable as err:
             if self.config.on_error == "raise":
                 raise
             logger.warning("evaluator %r: episode %r not played: %s", self.name, episode.id, err)
-            return {"id": episode.id, "failed": str(err)}
+            return records + [{"id": episode.id, "failed": str(err)}]
         if writer is not None:
-            with lock or contextlib.nullcontext():
-                writer.write(episode.id, outputs)
-        return {"id": episode.id, "responses": [(r.time, r.text, r.malformed) for r in outputs]}
+            writer.write(episode.id, outputs)
+        return records + [{"id": episode.id, "responses": [(r.time, r.text, r.malformed) for r in outputs]}]
 
     def _predictions(self, records: list[dict], out_dir: Path | None) -> tuple[dict[str, list], dict[str, str]]:
         """``(episode id → outputs, episode id → failure reason)``; the outputs are written to
-        ``predictions.jsonl`` first (a judge that is down must not lose what the model said)."""
+        ``predictions.jsonl`` first (a judge that is down must not lose what the model said). The counterfactual
+        runs go to `counterfactual_runs` (kind → episode id → outputs) and ``predictions_counterfactual.jsonl``."""
         from proactive_eval.predictions import atomic_write_text, prediction_line
         from proactive_rewards import Response
+        from proactive_rl.evaluation.looks import split_counterfactuals, write_counterfactuals
+
+        records, self.counterfactual_runs = split_counterfactuals(records)
+        write_counterfactuals(out_dir, self.counterfactual_runs, [e.id for e in self.items()])
 
         failed = {r["id"]: r["failed"] for r in records if "failed" in r}
         predictions = {
@@ -160,6 +199,7 @@ class PRSEvaluator(_StreamingEvaluator):
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_prs
         from proactive_eval.report import build_results, failure_rows, write_report
+        from proactive_rl.evaluation.looks import prs_looks
 
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
@@ -175,6 +215,10 @@ class PRSEvaluator(_StreamingEvaluator):
             if stats.get("prs_b") is not None:
                 metrics[f"{task}/prs_b"] = stats["prs_b"]
         self._coverage(results, "prs", metrics)
+        looks_metrics, looks = prs_looks(self, episodes, predictions, self.counterfactual_runs, scorers)
+        metrics.update(looks_metrics)
+        summary.update(looks)
+        results["prs"].update(looks)  # the report's tables show the blind and counterfactual rows
         scored = Scored(metrics, summary)
         per_episode = {e.episode_id: 100 * e.results["B"].score for e in report.episodes}
         scored.samples = self._samples(predictions, per_episode)
@@ -207,6 +251,7 @@ class PAUCEvaluator(_StreamingEvaluator):
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_pauc
         from proactive_eval.report import build_results, failure_rows, write_report
+        from proactive_rl.evaluation.looks import pauc_looks
 
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
@@ -218,6 +263,10 @@ class PAUCEvaluator(_StreamingEvaluator):
         metrics = {f"pauc_w{o}": overall.get(f"omega={o}", 0.0) for o in result.omegas}
         metrics["answered_turns"] = float(overall.get("answered_turns", 0))
         self._coverage(results, "pauc", metrics)
+        looks_metrics, looks = pauc_looks(self, episodes, predictions, self.counterfactual_runs, judge, result.omegas)
+        metrics.update(looks_metrics)
+        summary.update(looks)
+        results["pauc"].update(looks)
         summary["judge_stats"] = judge.stats.as_dict()
         scored = Scored(metrics, summary)
         per_episode: dict[str, list[float]] = {}
