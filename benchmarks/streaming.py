@@ -22,8 +22,8 @@ Goals at T = 256: the engine (all on) <= 1.2x the full forward, and >= 100x fast
 
 Batched (``--episodes N``, `proactive_rl.streaming.batch`): N different recorded streams of T frames played three
 ways, in interleaved repetitions (ABCABC..., the median of each reported): (a) one at a time (the engine above, all
-on, episode after episode); (b) batched: all N in lockstep (`Batcher.map`, ``--batch-size``, default N), the same
-tokens (checked); (c) the limit: image processing of all N x T frames and full forwards over the N final sequences,
+on, episode after episode); (b) batched: all N in lockstep (`Batcher.map`, ``--batch-size``, default N; look-ahead
+`BATCHED_LOOKAHEAD` = 4 frames per call, as the evaluators play a batch), the same tokens (checked); (c) the limit: image processing of all N x T frames and full forwards over the N final sequences,
 right-padded into as few forwards as ``--limit-tokens`` padded tokens per forward allow (no attention mask: pads
 after a sequence change none of its logits under causal attention, and no (S x S) mask is built). Reported: (b)
 over (a) and over (c), and the peak KV-cache memory of (b) per row and token (linear in B and T: every row holds its
@@ -55,6 +55,7 @@ from common import record  # noqa: E402
 from proactive_eval.episodes import Episode  # noqa: E402
 from proactive_eval.streaming import run_episode  # noqa: E402
 from proactive_rl.chat import build_messages, encode_dialogue, generation_prompt_ids  # noqa: E402
+from proactive_rl.evaluation.policy import BATCHED_LOOKAHEAD  # noqa: E402
 from proactive_rl.models import build_tiny  # noqa: E402
 from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, StreamingSession  # noqa: E402
 from proactive_rl.streaming.batch import Batcher  # noqa: E402
@@ -190,7 +191,10 @@ def play_streams(model, processor, streams, new_tokens: int, batcher: Batcher | 
     params = SamplingParams(max_new_tokens=new_tokens, defer_capped_stop=True)
 
     def one(k):
-        policy = HFStreamingPolicy(model, processor, params, batcher=batcher)
+        if batcher is None:
+            policy = HFStreamingPolicy(model, processor, params)
+        else:  # as the evaluators play a batch
+            policy = HFStreamingPolicy(model, processor, params, batcher=batcher, lookahead=BATCHED_LOOKAHEAD)
         episode, timed = stream(streams[k])
         episode.id = f"bench-{k}"
         run_episode(policy, episode, frame_source=lambda e: timed)

@@ -13,6 +13,9 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 DEFAULT_MAX_NEW_TOKENS = 16
+# Frames decided per call in a batch: the call is shared by the batch's episodes, so a short block costs little, and
+# a rejected draft wastes fewer frames fed again (16 alone, where each call is the episode's own).
+BATCHED_LOOKAHEAD = 4
 
 
 def model_policy(
