@@ -12,10 +12,13 @@ import copy
 import json
 from typing import Any
 
+from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
+from proactive_rl.data.mcqa import parse_environments
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
 from proactive_rl.evaluation.evaluators import make_judge
 
-_ENV_KEYS = {"kind", "n", "seed", "path", "dataset", "data_dir"}
+#: An evaluator's synthetic environments default to this many when an entry sets no ``num_envs`` (or ``n``).
+DEFAULT_NUM_ENVS = 8
 
 
 def _jsonl(rows: list[dict]) -> str:
@@ -23,36 +26,25 @@ def _jsonl(rows: list[dict]) -> str:
 
 
 def _check_environments(config, where: str) -> None:
-    """``environments``: a non-empty list of ``{kind, n, seed, <knobs>}`` (mcqa) or ``{path, dataset, data_dir}``."""
-    envs = config.environments
-    if isinstance(envs, dict):
-        envs = [envs]
+    """``environments``: `proactive_rl.data.mcqa.parse_environments` (the training recipes' validator), plus what
+    an evaluator needs: the protocol, and each ProactiveBench file's dataset (an oeg evaluator reads files only)."""
     base, where = where, f"{where}.environments"
-    if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
-        raise ValueError(f"{where}: expected a list of {{kind, n, seed}} or {{path}} mappings")
-    for i, env in enumerate(envs):
-        if config.type == "oeg" and "path" not in env:
+    specs = parse_environments(config.environments, where, DEFAULT_NUM_ENVS)
+    for i, spec in enumerate(specs):
+        if config.type == "oeg" and spec.source == "synthetic":
             raise ValueError(
                 f"{where}[{i}]: an oeg evaluator needs 'path' (ProactiveBench JSONL, with 'dataset' and 'data_dir')"
             )
-        if "kind" not in env and "path" not in env:
-            raise ValueError(f"{where}[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
-        if "kind" in env:
-            from proactive_rl.synthetic import make_environments
-
-            try:  # a bad knob names its field now, not at the first evaluation
-                make_environments(env["kind"], 1, int(env.get("seed", 0)), **_knobs(env))
-            except (ValueError, TypeError) as err:
-                raise ValueError(f"{where}[{i}]: {err}") from None
-    config.environments = envs
-    from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
-
+        if spec.format == "rows":
+            raise ValueError(f"{where}[{i}].format: an evaluator plays environments (format records), got rows")
+    if isinstance(config.environments, dict):
+        config.environments = [config.environments]
     if config.protocol not in PROTOCOLS:
         raise ValueError(f"{base}.protocol: expected one of {', '.join(PROTOCOLS)}, got {config.protocol!r}")
     if config.skip is not None and not isinstance(config.skip, dict):
         raise ValueError(f"{base}.skip: a mapping of field: value to skip, got {config.skip!r}")
-    for i, env in enumerate(envs):
-        if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
+    for i, spec in enumerate(specs):
+        if spec.source != "synthetic" and spec.dataset is None:  # the protocol's id lists are per dataset
             raise ValueError(f"{where}[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
 
 
@@ -76,29 +68,11 @@ def _split_swapped(records: list[dict]) -> tuple[list[dict], list[dict]]:
     return own, swapped
 
 
-def _knobs(spec: dict) -> dict[str, Any]:
-    """The synthetic difficulty knobs and frame size of an environment spec (``size`` defaults to 64)."""
-    return {"size": 64, **{k: v for k, v in spec.items() if k not in _ENV_KEYS}}
-
-
-def build_environments(
-    specs: list[dict], hint: bool = False, protocol: str | None = None, skip: dict | None = None
-) -> list:
-    """The environments of an evaluator's ``environments`` specs, in order (ProactiveBench files read under
-    `protocol`, see `proactive_rl.data.mcqa.proactivebench_environments`)."""
-    from proactive_rl.data.mcqa import proactivebench_environments
-
-    envs = []
-    for spec in specs:
-        if "kind" in spec:
-            from proactive_rl.synthetic import make_environments
-
-            envs += make_environments(spec["kind"], int(spec.get("n", 8)), int(spec.get("seed", 0)), **_knobs(spec))
-        else:
-            envs += proactivebench_environments(
-                spec["path"], spec["dataset"], spec.get("data_dir"), hint=hint, protocol=protocol, skip=skip
-            )
-    return envs
+def build_environments(specs: list, hint: bool = False, protocol: str | None = None, skip: dict | None = None) -> list:
+    """The environments of an evaluator's ``environments`` entries (`EnvironmentSpec` mappings), in order
+    (ProactiveBench files read under `protocol`, see `proactive_rl.data.mcqa.proactivebench_environments`)."""
+    parsed = parse_environments(specs, "environments", DEFAULT_NUM_ENVS)
+    return [env for spec in parsed for env in spec.build(hint, protocol=protocol, skip=skip)]
 
 
 @register_evaluator("mcqa")
@@ -117,11 +91,10 @@ class MCQAEvaluator(Evaluator):
         _check_environments(config, where)
         if config.baseline_episodes is not None:
             raise ValueError(f"{where}: 'baseline_episodes' is for prs / pauc evaluators; use 'baseline_environments'")
-        if config.baseline_environments is not None:
-            reference = copy.copy(config)
-            reference.environments = config.baseline_environments
-            _check_environments(reference, where.rstrip(".") + ".baseline")
-            config.baseline_environments = reference.environments
+        if config.baseline_environments is not None:  # the environments the image-blind policy is fitted on
+            if isinstance(config.baseline_environments, dict):
+                config.baseline_environments = [config.baseline_environments]
+            parse_environments(config.baseline_environments, f"{where}.baseline_environments", DEFAULT_NUM_ENVS)
 
     def _load(self) -> list:
         return build_environments(self.config.environments, self.config.hint, self.config.protocol, self.config.skip)
@@ -139,7 +112,10 @@ class MCQAEvaluator(Evaluator):
 
     def _protocol(self) -> str | None:
         """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
-        return self.config.protocol if any("path" in s for s in self.config.environments or ()) else None
+        if not self.config.environments:  # items given directly
+            return None
+        specs = parse_environments(self.config.environments, "environments", DEFAULT_NUM_ENVS)
+        return self.config.protocol if any(s.source != "synthetic" for s in specs) else None
 
     def suppressed_tokens(self, model, processor) -> list[int] | None:
         """Every token but the option letters (``answer_letters_only``), over all items (every rank alike)."""
@@ -228,27 +204,47 @@ class OEGEvaluator(Evaluator):
 
     @classmethod
     def check_config(cls, config, where: str) -> None:
-        _check_environments(config, where)
+        MCQAEvaluator.check_config(config, where)
         if config.answer_letters_only:
             raise ValueError(f"{where}.answer_letters_only: for mcqa evaluators only (an OEG answer is free-form)")
 
     def _load(self) -> list:
         return build_environments(self.config.environments, protocol=self.config.protocol, skip=self.config.skip)
 
+    def baseline_items(self) -> list[dict] | None:
+        """The ``{"id", "dataset", "prompt", "valid_answers"}`` the blind answer is fitted on, or `None`."""
+        if self.config.baseline_environments is None:
+            return None
+        from proactive_eval.oeg import oeg_question, oeg_valid_answers
+
+        config = self.config
+        envs = build_environments(config.baseline_environments, protocol=config.protocol, skip=config.skip)
+        return [
+            {"id": e.id, "dataset": e.dataset, "prompt": oeg_question(e.reset().prompt, config.hint),
+             "valid_answers": oeg_valid_answers(e)}
+            for e in envs
+        ]  # fmt: skip
+
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        from proactive_eval.counterfactual import counterfactual_id
         from proactive_eval.oeg import oeg_question, oeg_valid_answers
         from proactive_rl.evaluation.policy import image_answer_fn, observation_image
 
         answer = image_answer_fn(model, processor, self.config.max_new_tokens)
+        partners = swap_images(self.items()) if "swap" in (self.config.counterfactual or []) else {}
         records = []
         for env in self._progress(items, "env"):
             valid = oeg_valid_answers(env)
             observation = env.reset()
             prompt = oeg_question(observation.prompt, self.config.hint)
-            text = answer(observation_image(observation), prompt)
-            records.append(
-                {"id": env.id, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
-            )
+            shown = [(env.id, observation)]
+            if env.id in partners:  # the swap counterfactual: the same question about another environment's image
+                shown.append((counterfactual_id(env.id, "swap"), copy.deepcopy(partners[env.id]).reset()))
+            for rid, seen in shown:
+                text = answer(observation_image(seen), prompt)
+                records.append(
+                    {"id": rid, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
+                )
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
@@ -256,13 +252,18 @@ class OEGEvaluator(Evaluator):
         from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
         from proactive_eval.metrics import oeg_judgment, oeg_summary
         from proactive_eval.predictions import atomic_write_text
+        from proactive_rl.evaluation.looks import oeg_looks
 
         if out_dir is not None:  # written before judging: a judge that is down must not lose what the model said
             atomic_write_text(out_dir / "predictions.jsonl", _jsonl(records))
         judge = make_judge(self.config.judge, system_prompt=OEG_SYSTEM_PROMPT)
-        prompts = [oeg_prompt(r["prompt"], r["valid_answers"], r["answer"]) for r in records]
+        records, swapped = _split_swapped(records)
+        prompts = [oeg_prompt(r["prompt"], r["valid_answers"], r["answer"]) for r in records + swapped]
         raw = judge.complete_many(prompts, progress=self.progress)
         rows = [{**r, "judge": j, **oeg_judgment(j, r["valid_answers"], r["dataset"])} for r, j in zip(records, raw)]
+        swapped_rows = [
+            oeg_judgment(j, r["valid_answers"], r["dataset"]) for r, j in zip(swapped, raw[len(records) :])
+        ]
         groups: dict[str, list[dict]] = {}
         for row in rows:
             groups.setdefault(row["dataset"], []).append(row)
@@ -272,6 +273,9 @@ class OEGEvaluator(Evaluator):
         summary["judge_stats"] = judge.stats.as_dict()
         keys = ("agg", "acc", "ps")
         metrics = {k: float(summary[k]) for k in keys}
+        looks_metrics, looks = oeg_looks(self, rows, swapped, swapped_rows, judge)
+        metrics.update(looks_metrics)
+        summary.update(looks)
         if len(groups) > 1:
             metrics.update({f"{g}/{k}": float(s[k]) for g, s in summary["groups"].items() for k in keys})
         columns = self.SAMPLE_COLUMNS[1:]
