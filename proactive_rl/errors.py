@@ -37,7 +37,7 @@ def input_errors() -> tuple[type[Exception], ...]:
     return InputError, EpisodeError, VideoError
 
 
-def did_you_mean(name: str, valid: Iterable[str]) -> str:
+def did_you_mean(name: str, valid: Iterable[str], cutoff: float = 0.6) -> str:
     """`` did you mean `learning_rate`?`` for the closest valid name, or ``""``.
 
     Example:
@@ -45,7 +45,7 @@ def did_you_mean(name: str, valid: Iterable[str]) -> str:
     >>> did_you_mean("learnin_rate", ["learning_rate", "max_steps"])
     ' did you mean `learning_rate`?'
     """
-    close = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=cutoff)
     return f" did you mean `{close[0]}`?" if close else ""
 
 

@@ -155,7 +155,7 @@ def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple
             else:
                 raise MissingInput(
                     f"dataset_mixture: episode file {src.source!r} does not exist (paths are relative to the working "
-                    f"directory {Path.cwd()});{did_you_mean(src.source, _near(path)) or ' fix the path, or use a synthetic source'}"
+                    f"directory {Path.cwd()});{did_you_mean(src.source, _near(path), cutoff=0.8) or ' fix the path, or use a synthetic source'}"
                 )
             skipped.extend(loaded.skipped)
             eps = list(loaded)

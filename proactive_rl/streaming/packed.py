@@ -25,6 +25,9 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from .attention import cached_causal_attention
 
 NAME = "proactive_packed"
+PRIVATE_TOUCHES = {
+    "_attn_implementation": "transformers 5.24.0: PretrainedConfig._attn_implementation, read and set per call",
+}
 
 
 class RowKV:

@@ -9,13 +9,18 @@ differ only in summation order).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from proactive_rl.models import build_tiny
 from proactive_rl.streaming import SamplingParams, StreamingSession, silent_draft
 from proactive_rl.streaming.batch import Batcher
-from proactive_rl.streaming.stand_in import proactive_stand_in
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # stand_in.py
+from stand_in import ground_truth_dialogues, proactive_stand_in  # noqa: E402
 
 ARCHS = ("qwen2_5_vl", "qwen3_vl")
 TOL = 1e-5
@@ -24,8 +29,6 @@ TOL = 1e-5
 @pytest.fixture(scope="module", params=ARCHS)
 def proactive(request):
     """A tiny model that is silent at most frames and responds at some (drafts kept and rejected)."""
-    from proactive_rl.streaming.stand_in import ground_truth_dialogues
-
     model, processor = build_tiny(request.param, "xs", seed=0)
     examples = ground_truth_dialogues(processor, episodes=3)
     return proactive_stand_in(model, processor, respond=0.3, dialogues=examples, steps=150), processor
@@ -224,7 +227,8 @@ def test_batched_rollouts_equal_one_group_after_another(proactive, windows, do_s
 def test_grpo_step_with_batched_rollouts_has_todays_rollouts_and_loss(windows, tmp_path):
     """One streaming GRPO step (sampled rollouts) with rollout_batch_size 4 and with 1: the same rollouts, the
     same loss."""
-    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig, StreamingGRPOTrainer
+    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
+    from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
 
     logs, rollouts = {}, {}
     for batch_size in (1, 4):
