@@ -283,8 +283,9 @@ def batched_benchmark(args) -> None:
             f"{stats.vision_calls} vision calls ({stats.vision_s:.2f}s), {stats.tokens} tokens fed (rejected drafts' "
             f"frames are fed again: {stats.tokens / tokens:.2f}x the final tokens); "
             f"peak KV cache {stats.peak_cache_used / 2**20:.1f} MiB in use ({stats.peak_cache_bytes / 2**20:.1f} MiB "
-            f"allocated) = {stats.peak_cache_used / tokens:.0f} B per token of the {args.episodes} final sequences "
-            f"({per_token} B/token = 2 x layers x KV heads x head dim x 4 B: linear in B and T, no re-prefill). "
+            f"allocated) = {stats.peak_cache_used / per_token:.0f} tokens held at once at {per_token} B/token (2 x "
+            f"layers x KV heads x head dim x 4 B; the {args.episodes} final sequences hold {tokens}): linear in B and "
+            f"T, no re-prefill. "
             f"Runs: " + "; ".join(f"{k} " + ", ".join(f"{x:.2f}" for x in v) + "s" for k, v in times.items())
         )
         record("batched streaming (docs/spec.md §9)", line, dry=args.no_record)
