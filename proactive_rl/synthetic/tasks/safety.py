@@ -1,7 +1,8 @@
 """Safety tasks (P³I `accident`, `crime`): one dangerous event; the target is the signal ``Warning``.
 
 - `accident`: two vehicles on a collision course; the warning is due 2-3 steps before contact (earlier in slow
-  traffic, so they are still clearly apart), while they converge (the contact frame itself is too late).
+  traffic, so they are still clearly apart), while they converge (the contact frame itself is too late). The
+  contact time is uniform over the episode.
 - `crime`: a thief walks to a parked package and carries it away; the warning is due on the first frame
   where the package moves with the thief (touching alone is not yet a theft: bystanders brush past too).
 """
@@ -33,7 +34,8 @@ def make_accident(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenari
     apart = (1.5 * (ra + rb) + 2 * st.unit) / closing
     lead = max(int(rng.integers(2, 4)), int(np.ceil((apart - stop) / st.step_px)))
     lead = min(lead, steps - 5)
-    contact = int(rng.integers(max(lead + 4, steps // 3), steps))  # at most the last frame
+    # Uniform over the episode (at most the last frame): in long episodes no fixed time is a good guess.
+    contact = int(rng.integers(lead + 4, steps))
     cx, cy = st.point(margin=18)
     travel = max(int(rng.integers(6, 13)), lead + 2)  # both are on screen before the warning
     start = max(0, contact - travel)
