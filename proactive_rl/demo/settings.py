@@ -138,6 +138,7 @@ def quick(settings: DemoSettings | None = None) -> DemoSettings:
     return replace(
         settings or DemoSettings(),
         episodes_per_task=10,
+        duration=(30, 36),
         envs_per_kind=20,
         eval_episodes=2,
         eval_pauc_episodes=2,

@@ -145,20 +145,24 @@ def test_compositional_start_is_first_water_and_end_is_full_tank(knobs):
 def test_accident_warning_comes_before_contact_while_converging(knobs):
     for episode in generate_episodes("accident", 6, seed=2, **knobs):
         frames = frames_by_time(episode)
-        (tgt,) = episode.targets
-        ca, cb = (v.split()[0] for v in episode.meta["vehicles"])
+        meta = episode.meta
+        # one collision by default; with max_events, one (contact, vehicles) per Warning target
+        contacts = meta["contacts"] if "contacts" in meta else [meta["contact"]]
+        pairs = meta["vehicles"] if "contacts" in meta else [meta["vehicles"]]
+        assert len(episode.targets) == len(contacts) == len(pairs) >= 1
+        for tgt, contact, vehicles in zip(episode.targets, contacts, pairs):
+            ca, cb = (v.split()[0] for v in vehicles)
 
-        def gap(t, frames=frames, ca=ca, cb=cb):
-            a, b = np.argwhere(colour_pixels(frames[t], ca)), np.argwhere(colour_pixels(frames[t], cb))
-            return np.min(np.abs(a[:, None, :] - b[None, :, :]).max(-1))  # Chebyshev distance between blobs
+            def gap(t, frames=frames, ca=ca, cb=cb):
+                a, b = np.argwhere(colour_pixels(frames[t], ca)), np.argwhere(colour_pixels(frames[t], cb))
+                return np.min(np.abs(a[:, None, :] - b[None, :, :]).max(-1))  # Chebyshev distance between blobs
 
-        t = step(episode, tgt.time)
-        contact = int(episode.meta["contact"])
-        assert contact > t and gap(t) > 1, episode.id
-        hidden = not all(colour_pixels(frames[contact], c).any() for c in (ca, cb))  # one drawn over the other
-        assert hidden or gap(contact) <= 1, episode.id
-        both_earlier = all(colour_pixels(frames[t - 1], c).any() for c in (ca, cb))
-        assert not both_earlier or gap(t) <= gap(t - 1), episode.id  # converging (they may enter from off-screen)
+            t = step(episode, tgt.time)
+            assert tgt.text == "Warning" and contact > t and gap(t) > 1, episode.id
+            hidden = not all(colour_pixels(frames[contact], c).any() for c in (ca, cb))  # one drawn over the other
+            assert hidden or gap(contact) <= 1, episode.id
+            both_earlier = t > 0 and all(colour_pixels(frames[t - 1], c).any() for c in (ca, cb))
+            assert not both_earlier or gap(t) <= gap(t - 1), episode.id  # converging (or entering from off-screen)
 
 
 @pytest.mark.parametrize("knobs", KNOB_SETS, ids=KNOB_IDS)
@@ -246,7 +250,8 @@ def test_scale_knob_draws_larger_objects_and_keeps_them_in_the_frame():
 
 def test_accident_contact_is_spread_over_the_whole_episode():
     episodes = generate_episodes("accident", 60, seed=1, **DEMO_KNOBS)
-    position = [e.targets[0].time / e.duration for e in episodes]
+    assert {len(e.targets) for e in episodes} == {1, 2, 3}
+    position = [t.time / e.duration for e in episodes for t in e.targets]
     # uniform over the episode: every third of it holds some of the warnings (none before the vehicles can show)
     thirds = {min(2, int(p * 3)) for p in position}
     assert thirds == {0, 1, 2}, sorted(position)
