@@ -4,6 +4,7 @@
     proactive-eval run --episodes eps.json --policy openai:Qwen2.5-VL-7B@http://localhost:8000/v1 --out run/
     proactive-eval convert --from pvqa WEB/anno.json --out conv/web_episodes.json
     proactive-eval mcqa --data-dir ProactiveBench/test --policy replay:answers.jsonl --out pb/   # filtered benchmark
+    proactive-eval baseline --episodes test.json --fit train.json     # the blind schedule's PRS (no model)
 
 Episodes of task ``pvqa`` are scored with PAUC (a judge is needed: a rule scorer, or any OpenAI-compatible
 server); every other task with PRS-U / PRS-B, whose free-text tasks (intervention) take their content score from
@@ -202,6 +203,52 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def cmd_baseline(args) -> int:
+    """The blind schedule (PRS / PAUC) or image-blind policy (MCQA) of the files (docs/spec.md §14)."""
+    import json
+
+    from proactive_eval.baseline_report import baseline_results, baseline_text
+
+    if args.dataset:
+        from proactive_eval.baseline_mcqa import blind_mcqa_summary
+        from proactive_eval.environments import load_environments
+
+        def load(paths):
+            return [
+                env
+                for path in paths
+                for env in load_environments(
+                    path, args.dataset, args.data_dir, load_images=False, protocol=args.protocol
+                )
+            ]
+
+        results = {"mcqa": blind_mcqa_summary(load(args.episodes), load(args.fit) if args.fit else None)}
+    else:
+        episodes = [e for p in args.episodes for e in load_any(p, args.format, args.on_error, args.video_root)]
+        fit = [e for p in args.fit or () for e in load_any(p, args.format, args.on_error, args.video_root)]
+        results = baseline_results(episodes, fit or None, args.alpha, args.judge)
+    print(json.dumps(results, indent=1, ensure_ascii=False) if args.json else baseline_text(results))
+    return 0
+
+
+def _add_baseline(sub) -> None:
+    p = sub.add_parser("baseline", help="the blind schedule (PRS / PAUC) or image-blind policy (MCQA) of a benchmark")
+    p.add_argument("--episodes", nargs="+", required=True, help="the evaluated episode files (or environment files)")
+    p.add_argument("--fit", nargs="+", help="files to fit on (e.g. the training split); default: leave-one-out")
+    p.add_argument("--alpha", type=float, default=0.05, help="PRS decay rate (default: 0.05)")
+    p.add_argument("--json", action="store_true", help="print the results (with the schedules) as JSON")
+    p.add_argument("--format", default="auto", choices=FORMATS, help="episodes file format (default: auto)")
+    p.add_argument("--judge", default="rule:token_f1", help=f"PAUC judge and free-text content scorer: {JUDGE_HELP}")
+    p.add_argument("--video-root", help="folder the episodes' video paths resolve against (videos are not read)")
+    p.add_argument("--on-error", default="raise", choices=("raise", "skip"), help="bad records: stop or skip")
+    p.add_argument("--dataset", help="the files are ProactiveBench environments of this dataset (e.g. QD)")
+    p.add_argument("--data-dir", help="ProactiveBench: the image root (default: the file's folder; not read)")
+    p.add_argument(
+        "--protocol", default="filtered", choices=("filtered", "unfiltered"), help="ProactiveBench (default: filtered)"
+    )
+    p.set_defaults(func=cmd_baseline)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="proactive-eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
@@ -277,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     from proactive_eval.mcqa_cli import add_parser as add_mcqa
 
     add_mcqa(sub)
+    _add_baseline(sub)
     return parser
 
 

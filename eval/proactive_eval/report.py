@@ -94,8 +94,9 @@ def pauc_table(summary: dict[str, Any]) -> str:
     video_key = "video_omega=0.5" if "0.5" in omegas else f"video_omega={omegas[0]}"
     rows = []
     for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
-        row = [name, s.get("coverage"), s["num_videos"], s.get("num_turns"), s.get("answered_turns")]
-        rows.append(row + [s.get(f"omega={o}") for o in omegas] + [s.get(video_key), s.get("unparseable")])
+        for label, r in [(name, s)] + [(f"↳ {lab}", r) for lab, r in _looks(summary, name)]:
+            row = [label, r.get("coverage"), r.get("num_videos"), r.get("num_turns"), r.get("answered_turns")]
+            rows.append(row + [r.get(f"omega={o}") for o in omegas] + [r.get(video_key), r.get("unparseable")])
     return _table(header, rows)
 
 
@@ -108,6 +109,57 @@ def prs_table(summary: dict[str, Any]) -> str:
     rows = []
     for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
         rows.append([name, s.get("coverage", s["num_episodes"])] + [s.get(k) for k in keys])
+        rows += [
+            [f"↳ {label}", row.get("num_episodes")] + [row.get(k) for k in keys]
+            for label, row in _looks(summary, name)
+        ]
+    return _table(header, rows)
+
+
+def _looks(summary: dict[str, Any], name: str) -> list[tuple[str, dict[str, Any]]]:
+    """The blind-schedule and counterfactual rows under the row `name` (docs/spec.md §14), when the summary has
+    them: ``(label, row)``, the row holding the metric keys it was scored on."""
+    group = "overall" if name == "**overall**" else name
+    out = []
+    blind = summary.get("blind")
+    if blind:
+        row = blind["overall"] if group == "overall" else blind["groups"].get(group)
+        if row is not None:
+            out.append(("blind schedule", row))
+    for kind, entry in (summary.get("counterfactual") or {}).items():
+        row = entry["overall"] if group == "overall" else entry["groups"].get(group)
+        if row is not None:
+            out.append((f"frames {'swapped' if kind == 'swap' else 'frozen'} ({kind})", row))
+    return out
+
+
+def looks_table(summary: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """Does the model look? Per group: each metric, its blind-schedule value, its value with swapped frames and
+    the vision gain (metric - metric_swap); empty when the summary has neither (docs/spec.md §14)."""
+    blind = summary.get("blind")
+    swap = (summary.get("counterfactual") or {}).get("swap")
+    if not blind and not swap:
+        return ""
+    header = ["group"]
+    for k in keys:
+        header += [k, f"blind {k}"] + ([f"{k} swap", f"vision gain {k}"] if swap else [])
+    rows = []
+    for group in list(summary["groups"]) + ["overall"]:
+        own = summary["overall"] if group == "overall" else summary["groups"][group]
+        b = (blind or {}).get("overall" if group == "overall" else "groups", {})
+        b = b if group == "overall" else b.get(group, {})
+        row = [f"**{group}**" if group == "overall" else group]
+        for k in keys:
+            row += [own.get(k), b.get(k) if b else None]
+            if swap:
+                s = swap["overall"] if group == "overall" else swap["groups"].get(group, {})
+                g = (
+                    swap["vision_gain"]["overall"]
+                    if group == "overall"
+                    else swap["vision_gain"]["groups"].get(group, {})
+                )
+                row += [s.get(k), g.get(k)]
+        rows.append(row)
     return _table(header, rows)
 
 
@@ -124,15 +176,35 @@ def markdown_report(results: dict[str, Any]) -> str:
         parts.append(
             f"\njudge prompts: {p['judge_calls']}; prediction ids matching no episode: {p['unknown_prediction_ids']}"
         )
+        looks = looks_table(p, tuple(k for k in p["overall"] if k.startswith("omega=")))
+        if looks:
+            parts += ["", "### Does the model look? (docs/spec.md §14)", "", looks, "", _blind_note(p)]
     if "prs" in results:
         p = results["prs"]
         parts += ["", "## PRS (P³I, docs/spec.md §4), × 100", "", prs_table(p)]
         parts.append(f"\nepisodes without targets (not scored): {p['episodes_without_targets']}")
+        looks = looks_table(p, ("prs_u", "prs_b"))
+        if looks:
+            parts += ["", "### Does the model look? (docs/spec.md §14)", "", looks, "", _blind_note(p)]
     failures = results.get("failures") or []
     if failures:
         parts += ["", f"## Episodes not played ({len(failures)}; not scored, see coverage)", ""]
         parts += [f"- `{f['id']}` ({f['group']}): {f['reason']}" for f in failures]
     return "\n".join(parts) + "\n"
+
+
+def _blind_note(summary: dict[str, Any]) -> str:
+    """Which blind schedules the row used and how they were fitted."""
+    blind = summary.get("blind")
+    if not blind:
+        return "blind schedule: not fitted"
+    lines = []
+    for task, schedules in blind.get("schedules", {}).items():
+        how = blind.get("fit", {}).get(task, "")
+        fitted = "fitted on the reference split" if how == "reference" else "leave-one-out (shown: fitted on all)"
+        described = "; ".join(f"{metric}: {s['described']}" for metric, s in schedules.items())
+        lines.append(f"- blind schedule of {task} ({fitted}): {described}")
+    return "\n".join(lines)
 
 
 def write_report(

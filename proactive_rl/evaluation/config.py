@@ -81,6 +81,14 @@ class EvaluatorConfig:
             benchmark's, e.g. synthetic exports); `proactive_eval.formats.proactivebench_protocol`.
         skip (`dict`, *optional*): the authors' skip arguments (default ``{strong_occlusions:
             false}``; ``{}`` keeps all).
+        baseline_episodes (`list`, *optional*): ``prs`` / ``pauc``: the split the blind schedule is fitted on
+            (episode sources, as ``episodes``; e.g. the training episodes); without it, leave-one-out on the
+            evaluated episodes (docs/spec.md §14).
+        baseline_environments (`list`, *optional*): ``mcqa``: the environments the image-blind policy is fitted
+            on (as ``environments``); without them, leave-one-out.
+        counterfactual (`list`, *optional*): frame counterfactuals to play besides the episodes' own frames:
+            ``swap`` (another evaluated episode's frames, same task) and, for ``prs`` / ``pauc``, ``freeze`` (the
+            first frame repeated); reported as ``<metric>_swap`` and ``vision_gain_<metric>`` (docs/spec.md §14).
     """
 
     type: str
@@ -97,6 +105,9 @@ class EvaluatorConfig:
     on_error: str = "skip"
     protocol: str = "filtered"
     skip: dict[str, Any] | None = None
+    baseline_episodes: Any = None
+    baseline_environments: Any = None
+    counterfactual: list[str] | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> EvaluatorConfig:
@@ -120,6 +131,10 @@ class EvaluatorConfig:
         if judge.get("type") == "openai" and not {"base_url", "model"} <= set(judge):
             raise ValueError(f"{where}.judge: an openai judge needs 'base_url' and 'model'")
         cfg.judge = judge
+        from proactive_eval.counterfactual import check_counterfactuals
+
+        allowed = ("swap",) if cfg.type in ("mcqa", "oeg") else ("swap", "freeze")
+        cfg.counterfactual = check_counterfactuals(cfg.counterfactual, f"{where}.counterfactual", allowed)
         evaluator.check_config(cfg, where)  # the type's own fields (episodes, environments, hint, ...)
         return cfg
 

@@ -49,6 +49,10 @@ class _StreamingEvaluator(Evaluator):
         from proactive_rl.data.mixture import parse_mixture
 
         config.episodes = parse_mixture(config.episodes, f"{where}.episodes")
+        if config.baseline_episodes is not None:
+            config.baseline_episodes = parse_mixture(config.baseline_episodes, f"{where}.baseline_episodes")
+        if config.baseline_environments is not None:
+            raise ValueError(f"{where}: 'baseline_environments' is for mcqa evaluators; use 'baseline_episodes'")
         if config.hint or config.answer_letters_only:
             raise ValueError(f"{where}: 'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only")
 
@@ -58,15 +62,29 @@ class _StreamingEvaluator(Evaluator):
         episodes, _ = load_mixture(self.config.episodes)
         return episodes
 
+    def baseline_items(self) -> list | None:
+        """The episodes the blind schedule is fitted on (``baseline_episodes``), or `None` (leave-one-out)."""
+        if self.config.baseline_episodes is None:
+            return None
+        if getattr(self, "_baseline", None) is None:
+            from proactive_rl.data import load_mixture
+
+            self._baseline = load_mixture(self.config.baseline_episodes)[0]
+        return self._baseline
+
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
         from proactive_eval.streaming import episode_errors, run_episode
         from proactive_rl.data.frames import frames_of
+        from proactive_rl.evaluation.looks import counterfactual_sources, play_counterfactuals
         from proactive_rl.evaluation.policy import model_policy
 
         policy = model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
         unplayable = episode_errors()
+        sources = counterfactual_sources(self, frames_of)
         records = []
         for episode in self._progress(items, "episode"):
+            # the counterfactuals first: a stored episode (resume) then has them stored too
+            records += play_counterfactuals(self, policy, episode, sources, unplayable, writer)
             try:
                 outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
             except unplayable as err:
@@ -82,9 +100,14 @@ class _StreamingEvaluator(Evaluator):
 
     def _predictions(self, records: list[dict], out_dir: Path | None) -> tuple[dict[str, list], dict[str, str]]:
         """``(episode id → outputs, episode id → failure reason)``; the outputs are written to
-        ``predictions.jsonl`` first (a judge that is down must not lose what the model said)."""
+        ``predictions.jsonl`` first (a judge that is down must not lose what the model said). The counterfactual
+        runs go to `counterfactual_runs` (kind → episode id → outputs) and ``predictions_counterfactual.jsonl``."""
         from proactive_eval.predictions import atomic_write_text, prediction_line
         from proactive_rewards import Response
+        from proactive_rl.evaluation.looks import split_counterfactuals, write_counterfactuals
+
+        records, self.counterfactual_runs = split_counterfactuals(records)
+        write_counterfactuals(out_dir, self.counterfactual_runs, [e.id for e in self.items()])
 
         failed = {r["id"]: r["failed"] for r in records if "failed" in r}
         predictions = {
@@ -135,6 +158,7 @@ class PRSEvaluator(_StreamingEvaluator):
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_prs
         from proactive_eval.report import build_results, failure_rows, write_report
+        from proactive_rl.evaluation.looks import prs_looks
 
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
@@ -150,6 +174,10 @@ class PRSEvaluator(_StreamingEvaluator):
             if stats.get("prs_b") is not None:
                 metrics[f"{task}/prs_b"] = stats["prs_b"]
         self._coverage(results, "prs", metrics)
+        looks_metrics, looks = prs_looks(self, episodes, predictions, self.counterfactual_runs, scorers)
+        metrics.update(looks_metrics)
+        summary.update(looks)
+        results["prs"].update(looks)  # the report's tables show the blind and counterfactual rows
         scored = Scored(metrics, summary)
         per_episode = {e.episode_id: 100 * e.results["B"].score for e in report.episodes}
         scored.samples = self._samples(predictions, per_episode)
@@ -182,6 +210,7 @@ class PAUCEvaluator(_StreamingEvaluator):
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_pauc
         from proactive_eval.report import build_results, failure_rows, write_report
+        from proactive_rl.evaluation.looks import pauc_looks
 
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
@@ -193,6 +222,10 @@ class PAUCEvaluator(_StreamingEvaluator):
         metrics = {f"pauc_w{o}": overall.get(f"omega={o}", 0.0) for o in result.omegas}
         metrics["answered_turns"] = float(overall.get("answered_turns", 0))
         self._coverage(results, "pauc", metrics)
+        looks_metrics, looks = pauc_looks(self, episodes, predictions, self.counterfactual_runs, judge, result.omegas)
+        metrics.update(looks_metrics)
+        summary.update(looks)
+        results["pauc"].update(looks)
         summary["judge_stats"] = judge.stats.as_dict()
         scored = Scored(metrics, summary)
         per_episode: dict[str, list[float]] = {}

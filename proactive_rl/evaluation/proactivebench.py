@@ -56,6 +56,26 @@ def _check_environments(config, where: str) -> None:
             raise ValueError(f"{where}[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
 
 
+def swap_images(envs: list) -> dict[str, Any]:
+    """Environment id → the environment whose images it is shown with under ``swap`` (same dataset)."""
+    from proactive_eval.counterfactual import swap_partners
+
+    by_id = {e.id: e for e in envs}
+    pairs = swap_partners(envs, group=lambda e: getattr(e, "dataset", ""))
+    return {eid: by_id[other] for eid, other in pairs.items()}
+
+
+def _split_swapped(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    """``(own records, swap records with their environment's id)``."""
+    from proactive_eval.counterfactual import split_counterfactual_id
+
+    own, swapped = [], []
+    for r in records:
+        eid, kind = split_counterfactual_id(r["id"])
+        (own if kind is None else swapped).append({**r, "id": eid})
+    return own, swapped
+
+
 def _knobs(spec: dict) -> dict[str, Any]:
     """The synthetic difficulty knobs and frame size of an environment spec (``size`` defaults to 64)."""
     return {"size": 64, **{k: v for k, v in spec.items() if k not in _ENV_KEYS}}
@@ -95,9 +115,27 @@ class MCQAEvaluator(Evaluator):
     @classmethod
     def check_config(cls, config, where: str) -> None:
         _check_environments(config, where)
+        if config.baseline_episodes is not None:
+            raise ValueError(f"{where}: 'baseline_episodes' is for prs / pauc evaluators; use 'baseline_environments'")
+        if config.baseline_environments is not None:
+            reference = copy.copy(config)
+            reference.environments = config.baseline_environments
+            _check_environments(reference, where.rstrip(".") + ".baseline")
+            config.baseline_environments = reference.environments
 
     def _load(self) -> list:
         return build_environments(self.config.environments, self.config.hint, self.config.protocol, self.config.skip)
+
+    def baseline_items(self) -> list | None:
+        """The environments the image-blind policy is fitted on (``baseline_environments``), or `None`."""
+        if self.config.baseline_environments is None:
+            return None
+        if getattr(self, "_baseline", None) is None:
+            config = self.config
+            self._baseline = build_environments(
+                config.baseline_environments, config.hint, config.protocol, config.skip
+            )
+        return self._baseline
 
     def _protocol(self) -> str | None:
         """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
@@ -113,33 +151,43 @@ class MCQAEvaluator(Evaluator):
         return suppressed_tokens(model, getattr(processor, "tokenizer", processor), n_options)
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        from proactive_eval.baseline_mcqa import SwappedEnvironment
+        from proactive_eval.counterfactual import counterfactual_id
         from proactive_eval.environments import run_environment
         from proactive_rl.data.mcqa import env_hint
         from proactive_rl.evaluation.policy import mcqa_answer_fn
 
         answer = mcqa_answer_fn(model, processor, self.config.max_new_tokens, self.suppressed_tokens(model, processor))
+        partners = swap_images(self.items()) if "swap" in (self.config.counterfactual or []) else {}
         records = []
         for env in self._progress(items, "env"):
             hint = env_hint(env, self.config.hint)
             # a fresh copy: an environment is a stateful MDP and the same items are played at every evaluation
-            outcome = run_environment(copy.deepcopy(env), lambda observation, hint=hint: answer(observation, hint))
-            records.append(
-                {
-                    "id": outcome.id,
-                    "dataset": getattr(env, "dataset", ""),
-                    "success": bool(outcome.success),
-                    "turns": int(outcome.turns),
-                    "answers": list(outcome.answers),
-                    "outcomes": list(getattr(outcome, "outcomes", [])),
-                }
-            )
+            played = [(env.id, copy.deepcopy(env))]
+            if env.id in partners:  # the swap counterfactual: the same MDP shown another environment's images
+                swapped = SwappedEnvironment(copy.deepcopy(env), copy.deepcopy(partners[env.id]))
+                played.append((counterfactual_id(env.id, "swap"), swapped))
+            for rid, playing in played:
+                outcome = run_environment(playing, lambda observation, hint=hint: answer(observation, hint))
+                records.append(
+                    {
+                        "id": rid,
+                        "dataset": getattr(env, "dataset", ""),
+                        "success": bool(outcome.success),
+                        "turns": int(outcome.turns),
+                        "answers": list(outcome.answers),
+                        "outcomes": list(getattr(outcome, "outcomes", [])),
+                    }
+                )
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.environments import proactivebench_summary
         from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
         from proactive_eval.predictions import atomic_write_text
+        from proactive_rl.evaluation.looks import mcqa_looks, mcqa_looks_markdown
 
+        records, swapped = _split_swapped(records)
         summary = dict(proactivebench_summary(records))
         groups: dict[str, list[dict]] = {}
         for r in records:
@@ -151,6 +199,9 @@ class MCQAEvaluator(Evaluator):
         if len(groups) > 1:
             for g, s in summary["groups"].items():
                 metrics[f"{g}/acc"] = float(s["acc"])
+        looks_metrics, looks = mcqa_looks(self, records, swapped)
+        metrics.update(looks_metrics)
+        summary.update(looks)
         samples = [
             [self.name, r["id"], r["dataset"], " | ".join(r["answers"]), " | ".join(r["outcomes"]), r["success"]]
             for r in records[: self.log_samples]
@@ -159,7 +210,10 @@ class MCQAEvaluator(Evaluator):
         if out_dir is not None:
             path = out_dir / "outcomes.jsonl"
             atomic_write_text(path, _jsonl(records))
-            atomic_write_text(out_dir / "report.md", mcqa_markdown(report, f"MCQA: {self.name}"))
+            markdown = mcqa_markdown(report, f"MCQA: {self.name}") + mcqa_looks_markdown(summary)
+            atomic_write_text(out_dir / "report.md", markdown)
+            if swapped:
+                atomic_write_text(out_dir / "outcomes_swap.jsonl", _jsonl(swapped))
             scored.files = {"outcomes": str(path), "report": str(out_dir / "report.md")}
         return scored
 

@@ -44,7 +44,12 @@ def resumed_records(folder: Path, print_: dict[str, Any]) -> list[dict]:
 
     folder.mkdir(parents=True, exist_ok=True)
     stored = folder / FINGERPRINT_NAME
-    files = [folder / PREDICTIONS_NAME, *sorted(folder.glob(PARTIAL_GLOB))]
+    # the counterfactual runs of the streaming evaluators (`proactive_rl.evaluation.looks`) are records too
+    files = [
+        folder / PREDICTIONS_NAME,
+        folder / "predictions_counterfactual.jsonl",
+        *sorted(folder.glob(PARTIAL_GLOB)),
+    ]
     files = [f for f in files if f.is_file()]
     try:
         same = json.loads(stored.read_text()) == print_

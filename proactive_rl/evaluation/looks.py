@@ -1,0 +1,200 @@
+"""Does the model look? The blind row and the frame counterfactuals of the streaming evaluators (docs/spec.md §14).
+
+Every PRS / PAUC evaluation reports, beside the model's numbers:
+
+- the blind schedule (`proactive_eval.baseline`, `proactive_eval.baseline_pauc`): the best frame-independent
+  schedule, fitted on ``baseline_episodes`` when given and by leave-one-out otherwise, scored by the evaluator's
+  own scorer: ``blind_<metric>`` (overall and ``<task>/blind_<metric>``);
+- with ``counterfactual: [swap, freeze]`` (`proactive_eval.counterfactual`), the model played again on the same
+  episodes with another episode's frames or the first frame frozen: ``<metric>_swap`` / ``<metric>_freeze`` and
+  ``vision_gain_<metric> = metric - <metric>_swap``, over the episodes both runs scored.
+
+A counterfactual run is stored under ``<episode id>#<kind>`` (before the episode's own run, so a resumed
+evaluation that has an episode has its counterfactuals too) in ``predictions_counterfactual.jsonl``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+COUNTERFACTUAL_PREDICTIONS = "predictions_counterfactual.jsonl"
+
+
+def counterfactual_sources(evaluator, frame_source) -> dict[str, Any]:
+    """``kind -> frame source`` of the evaluator's counterfactuals, paired over all its items (every rank alike)."""
+    from proactive_eval.counterfactual import counterfactual_source
+
+    kinds = evaluator.config.counterfactual or []
+    return {kind: counterfactual_source(kind, evaluator.items(), frame_source) for kind in kinds}
+
+
+def play_counterfactuals(evaluator, policy, episode, sources: dict, unplayable, writer=None) -> list[dict]:
+    """The records of `episode` played under each counterfactual (`NoPartner` and unplayable videos are skipped)."""
+    from proactive_eval.counterfactual import NoPartner, counterfactual_id
+    from proactive_eval.streaming import run_episode
+
+    records = []
+    for kind, source in sources.items():
+        try:
+            outputs = run_episode(policy, episode, frame_source=source, max_frames=evaluator.config.max_frames)
+        except NoPartner as err:
+            logger.info("evaluator %r: %s", evaluator.name, err)
+            continue
+        except unplayable as err:
+            logger.warning("evaluator %r: episode %r not played under %s: %s", evaluator.name, episode.id, kind, err)
+            continue
+        rid = counterfactual_id(episode.id, kind)
+        if writer is not None:
+            writer.write(rid, outputs)
+        records.append({"id": rid, "responses": [(r.time, r.text, r.malformed) for r in outputs]})
+    return records
+
+
+def split_counterfactuals(records: list[dict]) -> tuple[list[dict], dict[str, dict[str, list]]]:
+    """``(the episodes' own records, kind -> episode id -> outputs)`` of gathered (or resumed) records."""
+    from proactive_eval.counterfactual import split_counterfactual_id
+    from proactive_rewards import Response
+
+    own, runs = [], {}
+    for record in records:
+        eid, kind = split_counterfactual_id(record["id"])
+        if kind is None:
+            own.append(record)
+        elif "failed" not in record:
+            responses = [Response(float(t), text, bool(m)) for t, text, m in record["responses"]]
+            runs.setdefault(kind, {})[eid] = responses
+    return own, runs
+
+
+def write_counterfactuals(out_dir: Path | None, runs: dict[str, dict[str, list]], order: list[str]) -> None:
+    """``predictions_counterfactual.jsonl``: every counterfactual run, in episode order."""
+    if out_dir is None or not runs:
+        return
+    from proactive_eval.counterfactual import counterfactual_id
+    from proactive_eval.predictions import atomic_write_text, prediction_line
+
+    lines = [
+        prediction_line(counterfactual_id(eid, kind), runs[kind][eid])
+        for kind in runs
+        for eid in order
+        if eid in runs[kind]
+    ]
+    atomic_write_text(Path(out_dir) / COUNTERFACTUAL_PREDICTIONS, "".join(lines))
+
+
+def _flat(summary: dict[str, Any], keys: tuple[str, ...], suffix: str = "", prefix: str = "") -> dict[str, float]:
+    """``{prefix + key + suffix}`` overall and ``{task}/...`` per group, for the keys present."""
+    out = {f"{prefix}{k}{suffix}": float(summary["overall"][k]) for k in keys if summary["overall"].get(k) is not None}
+    for group, row in summary.get("groups", {}).items():
+        for k in keys:
+            if row.get(k) is not None:
+                out[f"{group}/{prefix}{k}{suffix}"] = float(row[k])
+    return out
+
+
+def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers) -> tuple[dict, dict]:
+    """``(metrics, summary)`` of the blind row and the counterfactuals of a PRS evaluation (module docstring)."""
+    from proactive_eval.baseline import blind_prs_summary
+    from proactive_eval.metrics import score_prs
+
+    alpha, keys = evaluator.config.alpha, ("prs_u", "prs_b")
+    reference = evaluator.baseline_items()
+    blind = blind_prs_summary(episodes, reference, alpha=alpha, content_scorer=scorers)
+    metrics = _flat(blind, keys, prefix="blind_")
+    summary: dict[str, Any] = {"blind": blind}
+    for kind, outputs in runs.items():
+        played = [e for e in episodes if e.id in outputs]
+        if not played:
+            continue
+        cf = score_prs(played, outputs, alpha=alpha, content_scorer=scorers).summary()
+        metrics.update(_flat(cf, keys, suffix=f"_{kind}"))
+        entry = {"overall": cf["overall"], "groups": cf["groups"], "num_episodes": len(played)}
+        if kind == "swap":
+            own = score_prs(played, predictions, alpha=alpha, content_scorer=scorers).summary()
+            gains = _gains(own, cf, keys)
+            metrics.update(_flat(gains, keys, prefix="vision_gain_"))
+            entry["vision_gain"] = gains
+        summary.setdefault("counterfactual", {})[kind] = entry
+    return metrics, summary
+
+
+def _gains(own: dict, cf: dict, keys: tuple[str, ...]) -> dict[str, Any]:
+    """``metric - metric_swap`` overall and per group."""
+
+    def diff(a: dict, b: dict) -> dict:
+        return {k: round(a[k] - b[k], 4) for k in keys if a.get(k) is not None and b.get(k) is not None}
+
+    groups = {g: diff(row, cf["groups"][g]) for g, row in own["groups"].items() if g in cf["groups"]}
+    return {"overall": diff(own["overall"], cf["overall"]), "groups": groups}
+
+
+def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, omegas) -> tuple[dict, dict]:
+    """``(metrics, summary)`` of the blind answer and the counterfactuals of a PAUC evaluation: ``blind_pauc_wω``,
+    ``pauc_wω_swap``, ``vision_gain_pauc_wω`` (module docstring)."""
+    from proactive_eval.baseline_pauc import blind_pauc_summary
+    from proactive_eval.metrics import score_pauc
+
+    keys = tuple(f"omega={o}" for o in omegas)
+
+    def named(summary: dict, prefix: str = "", suffix: str = "") -> dict[str, float]:
+        flat = _flat(summary, keys, prefix=prefix, suffix=suffix)
+        return {k.replace("omega=", "pauc_w"): v for k, v in flat.items()}
+
+    blind = blind_pauc_summary(episodes, judge, evaluator.baseline_items(), omegas=omegas)
+    metrics, summary = named(blind, prefix="blind_"), {"blind": blind}
+    for kind, outputs in runs.items():
+        played = [e for e in episodes if e.id in outputs]
+        if not played:
+            continue
+        cf = score_pauc(played, outputs, judge, omegas=omegas, progress=False).summary()
+        metrics.update(named(cf, suffix=f"_{kind}"))
+        entry = {"overall": cf["overall"], "groups": cf["groups"], "num_episodes": len(played)}
+        if kind == "swap":
+            own = score_pauc(played, predictions, judge, omegas=omegas, progress=False).summary()
+            entry["vision_gain"] = _gains(own, cf, keys)
+            metrics.update(named(entry["vision_gain"], prefix="vision_gain_"))
+        summary.setdefault("counterfactual", {})[kind] = entry
+    return metrics, summary
+
+
+def mcqa_looks(evaluator, records: list[dict], swapped: list[dict]) -> tuple[dict, dict]:
+    """``(metrics, summary)`` of the image-blind policy (``blind_acc``, ``blind_ps``) and of the swapped images
+    (``acc_swap``, ``ps_swap``, ``vision_gain_acc``) of an MCQA evaluation (`proactive_eval.baseline_mcqa`)."""
+    from proactive_eval.baseline_mcqa import blind_mcqa_summary
+    from proactive_eval.metrics.proactivebench import proactivebench_summary
+
+    played = {r["id"] for r in records}
+    envs = [e for e in evaluator.items() if e.id in played]
+    blind = blind_mcqa_summary(envs, evaluator.baseline_items())
+    metrics = {"blind_acc": float(blind["acc"]), "blind_ps": float(blind["ps"])}
+    summary: dict[str, Any] = {"blind": blind}
+    if swapped:
+        ids = {r["id"] for r in swapped}
+        own = proactivebench_summary([r for r in records if r["id"] in ids])
+        cf = proactivebench_summary(swapped)
+        gain = {"acc": own["acc"] - cf["acc"], "ps": own["ps"] - cf["ps"]}
+        summary["counterfactual"] = {"swap": {**cf, "vision_gain": gain}}
+        metrics.update(acc_swap=float(cf["acc"]), ps_swap=float(cf["ps"]), vision_gain_acc=float(gain["acc"]))
+    return metrics, summary
+
+
+def mcqa_looks_markdown(summary: dict) -> str:
+    """The blind-policy and swapped-images rows under an MCQA report (docs/spec.md §14)."""
+    rows = [("model", summary)]
+    if summary.get("blind"):
+        rows.append(("blind policy", summary["blind"]))
+    swap = (summary.get("counterfactual") or {}).get("swap")
+    if swap:
+        rows.append(("images swapped (swap)", swap))
+    lines = ["", "## Does the model look? (docs/spec.md §14)", "", "| row | n | acc | ps |", "|---|---|---|---|"]
+    lines += [f"| {name} | {r.get('n', '–')} | {r['acc']:.1f} | {r['ps']:.2f} |" for name, r in rows]
+    if swap:
+        lines.append(f"\nvision gain (acc − acc with swapped images): {swap['vision_gain']['acc']:.1f}")
+    for dataset, policy in (summary.get("blind") or {}).get("policies", {}).items():
+        how = summary["blind"]["fit"].get(dataset, "")
+        lines.append(f"- blind policy of {dataset} ({how.replace('_', ' ')}): {policy['described']}")
+    return "\n".join(lines) + "\n"
