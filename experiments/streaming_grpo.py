@@ -35,10 +35,9 @@ def evaluate(model, processor, episodes, windows, max_turn_tokens: int = 8, alph
     trainer's own rollout."""
     import json
 
-    from proactive_rewards import get_reward
+    from proactive_rewards import get_reward, get_task
     from proactive_rl.evaluation import EvaluatorConfig, PRSEvaluator, evaluate_model
     from proactive_rl.grpo.streaming.rollout import rollout_window
-    from proactive_rl.grpo.streaming.windows import TASK_REWARDS
     from proactive_rl.streaming import SamplingParams
 
     config = EvaluatorConfig(type="prs", name="prs", max_new_tokens=max_turn_tokens, alpha=alpha)
@@ -50,9 +49,8 @@ def evaluate(model, processor, episodes, windows, max_turn_tokens: int = 8, alph
     rewards = []
     for window in windows:
         (traj,) = rollout_window(model, processor, window, 1, greedy)
-        name = TASK_REWARDS[window.task]
-        params = {"alpha": alpha, **({"lam": lam} if name in ("accident", "compositional") else {})}
-        reward = get_reward(name, **params)
+        task = get_task(window.task)
+        reward = get_reward(task.reward, **task.reward_params(alpha, lam))
         rewards.append(reward([traj.texts], targets=[window.row()["targets"]], times=[traj.times])[0])
     return {
         "prs_b": results["metrics"]["prs/prs_b"],

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from proactive_eval.records import EpisodeError, EpisodeList, check_record, collect, number, read_records, span
-from proactive_rewards import Target
+from proactive_rewards import BUILTIN_TASKS, Target
+from proactive_rewards.task_table import list_tasks, unknown_task_message
 
 __all__ = ["TASKS", "Episode", "EpisodeError", "EpisodeList", "UserTurn", "load_episodes", "save_episodes"]
 
-TASKS = ("accident", "crime", "atomic", "event_type", "compositional", "object", "intervention", "pvqa")
+#: The built-in tasks; an episode's task may be any task of `proactive_rewards.list_tasks()` (built-in or registered).
+TASKS = BUILTIN_TASKS
 _KNOWN_FIELDS = {"id", "task", "video", "duration", "fps", "instruction", "user_turns", "targets", "meta"}
 
 
@@ -35,7 +37,7 @@ class Episode:
 
     Args:
         id (`str`): unique within its file.
-        task (`str`): one of `TASKS`.
+        task (`str`): a task of the task table (`proactive_rewards.list_tasks()`: `TASKS` and registered ones).
         duration (`float`): seconds.
         instruction (`str`): the user's request, carried by the first user turn.
         targets (`list[Target]`): ground-truth responses, sorted by time.
@@ -83,8 +85,8 @@ class Episode:
         """Parse and validate one record; raises `EpisodeError` naming file, id and field."""
         rid, fail = check_record(record, file, ("id", "task", "duration", "instruction", "targets"))
         task = record["task"]
-        if task not in TASKS:
-            raise fail("task", f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+        if task not in list_tasks():
+            raise fail("task", unknown_task_message(task))
         duration = number(record["duration"], lambda m: fail("duration", m))
         if duration <= 0:
             raise fail("duration", f"must be > 0, got {duration}")

@@ -20,23 +20,173 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from proactive_eval.environments import MCQAEnvironment, MCQAObservation, mcqa_prompt
+from proactive_rl.synthetic.environments import KINDS, make_environments
 
 __all__ = [
+    "ENV_FORMATS",
+    "EnvironmentSpec",
     "env_hint",
     "environment_rows",
     "image_messages",
     "load_rows",
     "mcqa_messages",
     "mcqa_text",
+    "parse_environments",
     "proactivebench_environments",
     "rows_to_dataset",
 ]
+
+
+ENV_FORMATS = ("records", "rows")
+# Difficulty knobs of the synthetic environments (`proactive_rl.synthetic.environments.EnvKnobs`) and frame size.
+_KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size")
+# Spellings the evaluators' recipes used before the two formats became one: ``n`` for num_envs, ``path`` for source.
+_ALIASES = {"n": "num_envs", "path": "source"}
+
+
+@dataclass
+class EnvironmentSpec:
+    """One ask-for-help environment source, the same in a training recipe (``environments``) and an evaluator's
+    (``eval_callback.evaluators[i].environments``): ``{kind: sketch, num_envs: 8, seed: 0}`` (synthetic) or
+    ``{source: QD_preprocessed.jsonl, dataset: QD}`` (ProactiveBench). ``n`` and ``path`` are accepted for
+    ``num_envs`` and ``source``; a bare string is a JSONL source.
+
+    Args:
+        source (`str`, *optional*, defaults to `"synthetic"`): ``"synthetic"`` (the embedded environments) or a
+            ProactiveBench JSONL file.
+        kind (`str`, *optional*): the synthetic kind, one of ``occlusion``, ``corruption``, ``sketch``, ``zoom_out``.
+        num_envs (`int`, *optional*): how many synthetic environments (required in training recipes; evaluators
+            default to 8).
+        seed (`int`, *optional*, defaults to `0`): synthetic seed (use different seeds for train and held-out).
+        dataset (`str`, *optional*): ProactiveBench dataset (``QD``, ``ROD``, ...); defaults to each record's field.
+        data_dir (`str`, *optional*): ProactiveBench image root; defaults to the JSONL's folder.
+        max_states (`int`, *optional*): training rows per environment (its first states); all by default.
+        name (`str`, *optional*): a label for logs; defaults to ``synthetic/<kind>`` or the source.
+        format (`str`, *optional*, defaults to `"records"`): a JSONL source holds the authors' records (one
+            environment each), or ``"rows"``: single-turn training rows written by
+            `proactive_rl.data.proactivebench.train_set`, used as they are (training only).
+        negatives, colours, layout, corruptions, object_radius, colour_weights, size (*optional*): synthetic difficulty
+            knobs and frame size, passed to `proactive_rl.synthetic.make_environments` (see `EnvKnobs`; defaults: the
+            standard environments, 64 px).
+    """
+
+    source: str = "synthetic"
+    kind: str | None = None
+    num_envs: int | None = None
+    seed: int = 0
+    dataset: str | None = None
+    data_dir: str | None = None
+    max_states: int | None = None
+    name: str | None = None
+    format: str = "records"
+    negatives: str | None = None
+    colours: list[str] | None = None
+    layout: str | None = None
+    corruptions: list[str] | None = None
+    object_radius: float | None = None
+    colour_weights: list[float] | None = None
+    size: int | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str, default_num_envs: int | None = None) -> EnvironmentSpec:
+        """Parse and check one entry; every error names `where` (the recipe key and entry) and the field."""
+        if isinstance(raw, EnvironmentSpec):
+            return raw
+        if isinstance(raw, str):
+            raw = {"source": raw}
+        if not isinstance(raw, dict):
+            raise ValueError(
+                f"{where}: expected a mapping such as {{kind: sketch, num_envs: 8}} or {{source: x.jsonl}}"
+            )
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known - set(_ALIASES))
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {unknown}; expected some of {sorted(known | set(_ALIASES))}")
+        values = {}
+        for key, value in raw.items():
+            field_name = _ALIASES.get(key, key)
+            if field_name in values:
+                raise ValueError(f"{where}: {field_name!r} given twice (as {field_name!r} and its older spelling)")
+            values[field_name] = value
+        if "source" not in values and "kind" not in values:
+            raise ValueError(
+                f"{where}: needs 'kind' (synthetic, one of {', '.join(KINDS)}) or 'source' (a ProactiveBench JSONL)"
+            )
+        spec = cls(**values)
+        spec._check(where, raw, default_num_envs)
+        return spec
+
+    def _check(self, where: str, raw: dict, default_num_envs: int | None) -> None:
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise ValueError(f"{where}.seed: must be an integer, got {self.seed!r}")
+        if self.source == "synthetic":
+            if self.kind not in KINDS:
+                raise ValueError(f"{where}.kind: expected one of {', '.join(KINDS)}, got {self.kind!r}")
+            if self.num_envs is None:
+                self.num_envs = default_num_envs
+            if not isinstance(self.num_envs, int) or isinstance(self.num_envs, bool) or self.num_envs < 1:
+                raise ValueError(f"{where}.num_envs: a synthetic source needs num_envs >= 1, got {self.num_envs!r}")
+            try:  # the knobs are checked now (a bad one names its field), not at the first build
+                make_environments(self.kind, 1, self.seed, **self.knobs())
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"{where}: {e}") from None
+        elif self.kind is not None or self.num_envs is not None or set(raw) & set(_KNOB_KEYS):
+            raise ValueError(
+                f"{where}: 'kind', 'num_envs' and the knobs {sorted(_KNOB_KEYS)} only apply to source: synthetic"
+            )
+        if self.format not in ENV_FORMATS:
+            raise ValueError(f"{where}.format: expected one of {', '.join(ENV_FORMATS)}, got {self.format!r}")
+        if self.format == "rows" and (self.source == "synthetic" or self.dataset or self.max_states):
+            raise ValueError(f"{where}: format rows is a rows JSONL file, without dataset / max_states")
+        # A JSONL source is read (and a missing file reported, naming it) when the environments are built.
+        if self.max_states is not None and self.max_states < 1:
+            raise ValueError(f"{where}.max_states: must be >= 1, got {self.max_states}")
+        self.name = self.name or (f"synthetic/{self.kind}" if self.source == "synthetic" else self.source)
+
+    def knobs(self) -> dict[str, Any]:
+        """The synthetic knobs this source sets (keyword arguments of `make_environments`)."""
+        return {k: getattr(self, k) for k in _KNOB_KEYS if getattr(self, k) is not None}
+
+    def build(self, hint: bool = False, protocol: str | None = None, skip: dict | None = None) -> list:
+        """The environments of this source (ProactiveBench files read under `protocol`, see
+        `proactivebench_environments`)."""
+        if self.format == "rows":
+            raise ValueError(f"{self.name}: a rows file holds training rows, not environments (it cannot be played)")
+        if self.source == "synthetic":
+            return make_environments(self.kind, self.num_envs, seed=self.seed, **self.knobs())
+        return proactivebench_environments(
+            self.source, self.dataset, self.data_dir, hint=hint, protocol=protocol, skip=skip
+        )
+
+
+def parse_environments(raw: Any, where: str, default_num_envs: int | None = None) -> list[EnvironmentSpec]:
+    """The one validator of environment lists: a non-empty list of `EnvironmentSpec` entries (a single entry is
+    accepted too), each checked by `EnvironmentSpec.from_dict` with ``{where}[i]`` in its errors.
+
+    Example:
+
+    >>> [s.name for s in parse_environments([{"kind": "sketch", "n": 2}, "QD.jsonl"], "environments")]
+    ['synthetic/sketch', 'QD.jsonl']
+    >>> parse_environments([{"kind": "blur", "num_envs": 2}], "environments")
+    Traceback (most recent call last):
+    ...
+    ValueError: environments[0].kind: expected one of occlusion, corruption, sketch, zoom_out, got 'blur'
+    """
+    if isinstance(raw, (str, dict, EnvironmentSpec)):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(
+            f"{where}: expected a list of environment entries ({{kind, num_envs, seed}} or {{source, dataset}}), "
+            f"got {raw!r}"
+        )
+    return [EnvironmentSpec.from_dict(item, f"{where}[{i}]", default_num_envs) for i, item in enumerate(raw)]
 
 
 def mcqa_text(observation: MCQAObservation, hint: str = "") -> str:

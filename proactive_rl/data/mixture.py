@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from proactive_eval.episodes import Episode, EpisodeError, load_episodes
+from proactive_rewards.task_table import load_tasks
 from proactive_rl.data.sources import dataset_episodes, looks_like_hub_id
 
 ON_ERROR = ("raise", "skip")
@@ -113,7 +114,9 @@ def parse_mixture(raw: Any, where: str = "dataset_mixture") -> list[DatasetSourc
 
 
 def check_data_arguments(args) -> None:
-    """Parse ``dataset_mixture`` / ``eval_mixture`` and check ``on_bad_record`` of a trainer's script arguments."""
+    """Register the recipe's ``register_tasks`` (`proactive_rewards.load_tasks`), parse ``dataset_mixture`` /
+    ``eval_mixture`` and check ``on_bad_record`` of a trainer's script arguments."""
+    load_tasks(args.register_tasks, "register_tasks")
     if args.dataset_mixture is None:
         raise ValueError("dataset_mixture: required (a list of sources: episode files or synthetic tasks)")
     args.dataset_mixture = parse_mixture(args.dataset_mixture, "dataset_mixture")

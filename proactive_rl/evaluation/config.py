@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from proactive_rewards.task_table import load_tasks
 from proactive_rl.evaluation.base import evaluator_class
 
 JUDGE_TYPES = ("rule", "openai")
@@ -155,6 +156,8 @@ class EvalCallbackConfig:
         plots (`bool`, *optional*, defaults to `True`): draw the timeline / PAUC plots (and log them to wandb).
         log_samples (`int`, *optional*, defaults to `4`): episodes per evaluator in the wandb sample table.
         progress (`bool`, *optional*, defaults to `False`): progress bars while evaluating.
+        register_tasks (`list[str]`, *optional*): user tasks the evaluators' episodes use, by import path
+            (`proactive_rewards.load_tasks`); a recipe's top-level ``register_tasks`` serves as well.
     """
 
     evaluators: list = field(default_factory=list)
@@ -165,12 +168,14 @@ class EvalCallbackConfig:
     plots: bool = True
     log_samples: int = 4
     progress: bool = False
+    register_tasks: list | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, where: str = "eval_callback") -> EvalCallbackConfig:
         if isinstance(raw, EvalCallbackConfig):
             return raw
         cfg = cls(**_check_keys(raw, cls, where, required=("evaluators",)))
+        load_tasks(cfg.register_tasks, f"{where}.register_tasks")  # before an evaluator validates its episodes
         if not isinstance(cfg.evaluators, list) or not cfg.evaluators:
             raise ValueError(f"{where}.evaluators: expected a non-empty list, got {cfg.evaluators!r}")
         cfg.evaluators = [
@@ -195,5 +200,6 @@ def load_eval_config(path: str) -> EvalCallbackConfig:
     with open(path) as f:
         raw = yaml.safe_load(f)
     if isinstance(raw, dict) and "eval_callback" in raw:
+        load_tasks(raw.get("register_tasks"), f"{path}: register_tasks")
         return EvalCallbackConfig.from_dict(raw["eval_callback"], f"{path}: eval_callback")
     return EvalCallbackConfig.from_dict(raw, path)

@@ -12,10 +12,13 @@ import copy
 import json
 from typing import Any
 
+from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
+from proactive_rl.data.mcqa import parse_environments
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
 from proactive_rl.evaluation.evaluators import make_judge
 
-_ENV_KEYS = {"kind", "n", "seed", "path", "dataset", "data_dir"}
+#: An evaluator's synthetic environments default to this many when an entry sets no ``num_envs`` (or ``n``).
+DEFAULT_NUM_ENVS = 8
 
 
 def _jsonl(rows: list[dict]) -> str:
@@ -23,36 +26,25 @@ def _jsonl(rows: list[dict]) -> str:
 
 
 def _check_environments(config, where: str) -> None:
-    """``environments``: a non-empty list of ``{kind, n, seed, <knobs>}`` (mcqa) or ``{path, dataset, data_dir}``."""
-    envs = config.environments
-    if isinstance(envs, dict):
-        envs = [envs]
+    """``environments``: `proactive_rl.data.mcqa.parse_environments` (the training recipes' validator), plus what
+    an evaluator needs: the protocol, and each ProactiveBench file's dataset (an oeg evaluator reads files only)."""
     base, where = where, f"{where}.environments"
-    if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
-        raise ValueError(f"{where}: expected a list of {{kind, n, seed}} or {{path}} mappings")
-    for i, env in enumerate(envs):
-        if config.type == "oeg" and "path" not in env:
+    specs = parse_environments(config.environments, where, DEFAULT_NUM_ENVS)
+    for i, spec in enumerate(specs):
+        if config.type == "oeg" and spec.source == "synthetic":
             raise ValueError(
                 f"{where}[{i}]: an oeg evaluator needs 'path' (ProactiveBench JSONL, with 'dataset' and 'data_dir')"
             )
-        if "kind" not in env and "path" not in env:
-            raise ValueError(f"{where}[{i}]: needs 'kind' (synthetic) or 'path' (JSONL)")
-        if "kind" in env:
-            from proactive_rl.synthetic import make_environments
-
-            try:  # a bad knob names its field now, not at the first evaluation
-                make_environments(env["kind"], 1, int(env.get("seed", 0)), **_knobs(env))
-            except (ValueError, TypeError) as err:
-                raise ValueError(f"{where}[{i}]: {err}") from None
-    config.environments = envs
-    from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
-
+        if spec.format == "rows":
+            raise ValueError(f"{where}[{i}].format: an evaluator plays environments (format records), got rows")
+    if isinstance(config.environments, dict):
+        config.environments = [config.environments]
     if config.protocol not in PROTOCOLS:
         raise ValueError(f"{base}.protocol: expected one of {', '.join(PROTOCOLS)}, got {config.protocol!r}")
     if config.skip is not None and not isinstance(config.skip, dict):
         raise ValueError(f"{base}.skip: a mapping of field: value to skip, got {config.skip!r}")
-    for i, env in enumerate(envs):
-        if "path" in env and "dataset" not in env:  # the protocol's id lists are per dataset
+    for i, spec in enumerate(specs):
+        if spec.source != "synthetic" and spec.dataset is None:  # the protocol's id lists are per dataset
             raise ValueError(f"{where}[{i}]: a ProactiveBench path needs its 'dataset' (e.g. QD)")
 
 
@@ -76,29 +68,11 @@ def _split_swapped(records: list[dict]) -> tuple[list[dict], list[dict]]:
     return own, swapped
 
 
-def _knobs(spec: dict) -> dict[str, Any]:
-    """The synthetic difficulty knobs and frame size of an environment spec (``size`` defaults to 64)."""
-    return {"size": 64, **{k: v for k, v in spec.items() if k not in _ENV_KEYS}}
-
-
-def build_environments(
-    specs: list[dict], hint: bool = False, protocol: str | None = None, skip: dict | None = None
-) -> list:
-    """The environments of an evaluator's ``environments`` specs, in order (ProactiveBench files read under
-    `protocol`, see `proactive_rl.data.mcqa.proactivebench_environments`)."""
-    from proactive_rl.data.mcqa import proactivebench_environments
-
-    envs = []
-    for spec in specs:
-        if "kind" in spec:
-            from proactive_rl.synthetic import make_environments
-
-            envs += make_environments(spec["kind"], int(spec.get("n", 8)), int(spec.get("seed", 0)), **_knobs(spec))
-        else:
-            envs += proactivebench_environments(
-                spec["path"], spec["dataset"], spec.get("data_dir"), hint=hint, protocol=protocol, skip=skip
-            )
-    return envs
+def build_environments(specs: list, hint: bool = False, protocol: str | None = None, skip: dict | None = None) -> list:
+    """The environments of an evaluator's ``environments`` entries (`EnvironmentSpec` mappings), in order
+    (ProactiveBench files read under `protocol`, see `proactive_rl.data.mcqa.proactivebench_environments`)."""
+    parsed = parse_environments(specs, "environments", DEFAULT_NUM_ENVS)
+    return [env for spec in parsed for env in spec.build(hint, protocol=protocol, skip=skip)]
 
 
 @register_evaluator("mcqa")
@@ -139,7 +113,10 @@ class MCQAEvaluator(Evaluator):
 
     def _protocol(self) -> str | None:
         """The benchmark protocol, when the environments are ProactiveBench files (synthetic ones have none)."""
-        return self.config.protocol if any("path" in s for s in self.config.environments or ()) else None
+        if not self.config.environments:  # items given directly
+            return None
+        specs = parse_environments(self.config.environments, "environments", DEFAULT_NUM_ENVS)
+        return self.config.protocol if any(s.source != "synthetic" for s in specs) else None
 
     def suppressed_tokens(self, model, processor) -> list[int] | None:
         """Every token but the option letters (``answer_letters_only``), over all items (every rank alike)."""

@@ -29,6 +29,8 @@ class SFTScriptArguments:
               - {source: synthetic, task: atomic, num_episodes: 64, seed: 0}
               - {source: data/accident.json, weight: 1.0}
         eval_mixture (`list` or `dict`, *optional*): held-out sources, same form.
+        register_tasks (`list[str]`, *optional*): user tasks to add to the task table before the data loads, by
+            import path (``my_pkg.tasks:SPEC`` or a module that registers them; `proactive_rewards.load_tasks`).
         on_bad_record (`str`, *optional*, defaults to `"raise"`): ``"raise"`` stops before the first step naming the
             record; ``"skip"`` drops bad records and reports how many and why.
         truncation (`str`, *optional*, defaults to `"drop_frames"`): an episode longer than ``max_length`` drops
@@ -46,6 +48,8 @@ class SFTScriptArguments:
 
     # `proactive-rl train` dispatches on this recipe field (proactive_rl.cli.TRAINERS).
     trainer: str = field(default="sft", metadata={"help": "Trainer to dispatch to (sft for this one)."})
+    # user tasks by import path, registered before the data loads (proactive_rewards.load_tasks).
+    register_tasks: list[str] | None = field(default=None, metadata={"help": "User tasks: import paths."})
     dataset_mixture: Any = field(default=None, metadata={"help": "Training sources (list of mappings)."})
     eval_mixture: Any = field(default=None, metadata={"help": "Held-out sources (same form)."})
     on_bad_record: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})

@@ -11,8 +11,9 @@ import zlib
 
 import numpy as np
 
-from proactive_eval.episodes import TASKS, Episode
+from proactive_eval.episodes import Episode
 from proactive_eval.video import sample_times
+from proactive_rewards.task_table import get_task
 from proactive_rl.synthetic.tasks import GENERATORS, Knobs
 from proactive_rl.synthetic.world import BACKGROUND, render
 
@@ -37,8 +38,11 @@ def generate_episodes(task: str, n: int, seed: int = 0, **knobs) -> list[Episode
     Returns:
         `list[Episode]` with ``video=None``, ids ``{task}_s{seed}_{i:05d}`` and the scene in ``meta["scene"]``.
     """
+    get_task(task)  # an unknown task: the task table's error, listing the tasks
     if task not in GENERATORS:
-        raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+        raise ValueError(
+            f"task {task!r} has no synthetic generator; the synthetic world generates {', '.join(GENERATORS)}"
+        )
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     kn = Knobs.from_kwargs(**knobs)

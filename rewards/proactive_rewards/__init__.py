@@ -2,6 +2,8 @@
 
 Plain functions score one trajectory (docs/spec.md §4, §7); :func:`get_reward` wraps them as named TRL reward
 functions ``(completions, **dataset_columns) -> list[float | None]`` (column formats: `proactive_rewards.trl`).
+The task table (:func:`register_task`, :func:`get_task`) says how each streaming task is validated, scored and
+trained.
 """
 
 from proactive_rewards.format import state_format_reward
@@ -21,6 +23,15 @@ from proactive_rewards.parsing import (
 )
 from proactive_rewards.registry import get_reward, list_rewards, register_reward, task_rewards
 from proactive_rewards.suggestion import proactive_suggestion_reward
+from proactive_rewards.task_table import (
+    BUILTIN_TASKS,
+    CONTENT_RULES,
+    TaskSpec,
+    get_task,
+    list_tasks,
+    load_tasks,
+    register_task,
+)
 from proactive_rewards.tasks import (
     LAMBDA,
     accident_reward,
@@ -43,6 +54,8 @@ from proactive_rewards.types import Response, Target, as_response, as_target
 
 __all__ = [
     "ALPHA",
+    "BUILTIN_TASKS",
+    "CONTENT_RULES",
     "LAMBDA",
     "RESPONSE_TOKEN",
     "SILENCE_TOKEN",
@@ -51,6 +64,7 @@ __all__ = [
     "RewardFunction",
     "RewardSpec",
     "Target",
+    "TaskSpec",
     "TargetResult",
     "Turn",
     "accident_reward",
@@ -62,8 +76,11 @@ __all__ = [
     "distance",
     "exact_match",
     "get_reward",
+    "get_task",
     "intervention_reward",
     "list_rewards",
+    "list_tasks",
+    "load_tasks",
     "task_rewards",
     "match_bidirectional",
     "match_unidirectional",
@@ -75,6 +92,7 @@ __all__ = [
     "proactive_suggestion_reward",
     "prs_score",
     "register_reward",
+    "register_task",
     "responses_of",
     "state_format_reward",
     "temporal_score",

@@ -8,11 +8,12 @@ reward_funcs = [get_reward("accident", lam=0.2), get_reward("state_format")]   #
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
+from proactive_rewards.dotted import import_object
 from proactive_rewards.format import state_format_reward
 from proactive_rewards.suggestion import proactive_suggestion_reward
+from proactive_rewards.task_table import get_task, list_tasks, tasks_scored_by
 from proactive_rewards.tasks import accident_reward, compositional_reward, count_reward, intervention_reward
 from proactive_rewards.trl import RewardFunction, RewardSpec
 
@@ -39,22 +40,14 @@ def list_rewards() -> list[str]:
 
 
 def task_rewards() -> dict[str, str]:
-    """``task -> reward name`` for the rewards that declare the tasks they score (`RewardSpec.tasks`).
+    """``task -> reward name`` of every task with a trajectory reward (`TaskSpec.reward` in the task table).
 
     Example:
 
     >>> task_rewards()["atomic"], task_rewards()["accident"]
     ('count', 'accident')
     """
-    return {task: spec.name for spec in _REGISTRY.values() for task in sorted(spec.tasks or ())}
-
-
-def _import(path: str):
-    module, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as e:
-        raise ValueError(f"cannot import {path!r} ({type(e).__name__}: {e})") from None
+    return {name: get_task(name).reward for name in list_tasks() if get_task(name).reward is not None}
 
 
 class _NamedCallable:
@@ -80,7 +73,8 @@ def get_reward(
         metric_name (`str`, *optional*): the name TRL logs it under; defaults to `name` (use it to log one reward
             twice with different parameters).
         tasks (`list[str]`, *optional*): the ``task`` column values it scores (others get `None`); defaults to
-            the reward's own tasks; ``["*"]`` scores every row.
+            the reward's `RewardSpec.tasks`, else the tasks whose `TaskSpec.reward` names it (if any; else every
+            row); ``["*"]`` scores every row.
         **params: the reward's keyword parameters (``alpha``, ``lam``, ``signal``, ``r_p``, ``content_scorer``,
             ``valid_actions``), checked now. ``content_scorer`` may be a dotted import path; ``valid_actions`` (a
             list of strings) stands for a ``valid_actions`` column, the same for every row.
@@ -101,14 +95,16 @@ def get_reward(
         if unknown:
             raise TypeError(f"reward {name!r} got unknown parameter(s) {unknown}; it takes {list(spec.params)}")
         if isinstance(params.get("content_scorer"), str):
-            params["content_scorer"] = _import(params["content_scorer"])
+            params["content_scorer"] = import_object(params["content_scorer"])
         # Dry run on an empty trajectory so a bad parameter fails at start-up, not at the first training step.
         spec.fn("", **{c: [] if c != "answer" else "" for c in spec.columns if c not in params}, **params)
+        if tasks is None and spec.tasks is None:
+            tasks = sorted(tasks_scored_by(name)) or None
         return RewardFunction(spec, params, name=metric_name, tasks=tasks, components=components)
     if "." in name or ":" in name:
         if components or tasks is not None:
             raise ValueError("components= and tasks= apply to registered rewards only")
-        fn = _import(name)
+        fn = import_object(name)
         if not callable(fn):
             raise ValueError(f"{name!r} is not callable")
         return _NamedCallable(fn, params, metric_name or getattr(fn, "__name__", name.rsplit(".", 1)[-1]))
@@ -119,20 +115,13 @@ def get_reward(
 
 
 _TRAJECTORY = dict(columns=("targets",), optional=("times",))
-register_reward(
-    RewardSpec(
-        "accident", accident_reward, **_TRAJECTORY, tasks=frozenset({"accident"}), params=("signal", "alpha", "lam")
-    )
-)
-register_reward(
-    RewardSpec("count", count_reward, **_TRAJECTORY, tasks=frozenset({"atomic", "event_type"}), params=("alpha",))
-)
+register_reward(RewardSpec("accident", accident_reward, **_TRAJECTORY, params=("signal", "alpha", "lam")))
+register_reward(RewardSpec("count", count_reward, **_TRAJECTORY, params=("alpha",)))
 register_reward(
     RewardSpec(
         "compositional",
         compositional_reward,
         **_TRAJECTORY,
-        tasks=frozenset({"compositional"}),
         params=("alpha", "lam"),
     )
 )
@@ -141,7 +130,6 @@ register_reward(
         "intervention",
         intervention_reward,
         **_TRAJECTORY,
-        tasks=frozenset({"intervention"}),
         params=("alpha", "content_scorer"),
     )
 )

@@ -39,7 +39,8 @@ class RewardSpec:
         fn (`Callable`): ``fn(completion, **row_columns, **params, components=False)``.
         columns (`tuple[str, ...]`): required dataset columns.
         optional (`tuple[str, ...]`): optional dataset columns (`None` for the row when absent).
-        tasks (`frozenset[str]`, *optional*): tasks it scores; rows of other tasks get `None`. `None` = all rows.
+        tasks (`frozenset[str]`, *optional*): tasks it scores; rows of other tasks get `None`. `None` = the tasks
+            whose `TaskSpec.reward` names it (`proactive_rewards.task_table`), or all rows if none does.
         params (`tuple[str, ...]`): the keyword parameters `get_reward` may bind.
     """
 

@@ -202,8 +202,15 @@ def test_bad_configuration_fails_at_start_up_naming_the_field():
         SuggestionScriptArguments()
     with pytest.raises(ValueError, match=r"environments\[0\]\.kind: expected one of occlusion"):
         SuggestionScriptArguments(environments=[{"source": "synthetic", "kind": "blur", "num_envs": 2}])
-    with pytest.raises(ValueError, match=r"environments\[0\]: unknown keys \['n'\]"):
-        SuggestionScriptArguments(environments=[{"source": "synthetic", "kind": "sketch", "n": 2}])
+    with pytest.raises(ValueError, match=r"environments\[0\]: unknown keys \['count'\]; expected some of"):
+        SuggestionScriptArguments(environments=[{"source": "synthetic", "kind": "sketch", "count": 2}])
+    # one environment spec for training and evaluation: the evaluators' spelling {kind, n} trains too
+    (src,) = SuggestionScriptArguments(environments=[{"kind": "sketch", "n": 2}]).environments
+    assert (src.source, src.kind, src.num_envs) == ("synthetic", "sketch", 2)
+    with pytest.raises(ValueError, match=r"environments\[0\]\.num_envs: a synthetic source needs num_envs >= 1"):
+        SuggestionScriptArguments(environments=[{"kind": "sketch"}])
+    with pytest.raises(ValueError, match=r"environments\[0\]: 'num_envs' given twice"):
+        SuggestionScriptArguments(environments=[{"kind": "sketch", "n": 2, "num_envs": 2}])
     with pytest.raises(ValueError, match="generation_backend: expected one of"):
         SuggestionScriptArguments(environments=["x.jsonl"], generation_backend="sglang")
     with pytest.raises(ValueError, match="reward_on_error"):
@@ -308,9 +315,10 @@ KNOBS = {"negatives": "easy", "colours": ["red", "green", "blue", "yellow"], "la
 
 
 def test_synthetic_source_passes_its_knobs_and_checks_them_at_start_up():
-    from proactive_rl.grpo.suggestion.main import EnvironmentSource, SuggestionScriptArguments
+    from proactive_rl.data.mcqa import EnvironmentSpec
+    from proactive_rl.grpo.suggestion.main import SuggestionScriptArguments
 
-    src = EnvironmentSource.from_dict({"source": "synthetic", "kind": "corruption", "num_envs": 2, **KNOBS}, "e[0]")
+    src = EnvironmentSpec.from_dict({"source": "synthetic", "kind": "corruption", "num_envs": 2, **KNOBS}, "e[0]")
     for env in src.build():
         assert [c.split(" ")[0] for c in env.categories] == KNOBS["colours"]
     with pytest.raises(ValueError, match=r"environments\[0\]: negatives: expected one of"):

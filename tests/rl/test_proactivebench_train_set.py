@@ -129,8 +129,9 @@ def test_cli_and_bad_arguments(sources, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_the_suggestion_trainer_trains_on_the_rows(sources, tmp_path):
+    from proactive_rl.data.mcqa import parse_environments
     from proactive_rl.grpo.suggestion.main import main as train
-    from proactive_rl.grpo.suggestion.main import make_parser, parse_sources
+    from proactive_rl.grpo.suggestion.main import make_parser
 
     root, instances, _ = sources
     build(root, instances, tmp_path / "data", 0.5, num_coco=6, num_qd=6)
@@ -139,13 +140,15 @@ def test_the_suggestion_trainer_trains_on_the_rows(sources, tmp_path):
                  "logging_steps": 1, "eval_before": "false"}.items():  # fmt: skip
         argv += [f"--{k}", str(v)]
     script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
-    script_args.environments = parse_sources([{"source": str(tmp_path / "data/rows.jsonl"), "format": "rows"}], "env")
+    script_args.environments = parse_environments(
+        [{"source": str(tmp_path / "data/rows.jsonl"), "format": "rows"}], "env"
+    )
     script_args.eval_environments = None
     trainer = train(script_args, training_args, model_args)
     assert trainer.state.global_step == 2 and len(trainer.train_dataset) == 12
     logs = [h for h in trainer.state.log_history if "rewards/proactive_suggestion/mean" in h]
     assert logs and all(0.0 <= h["rewards/proactive_suggestion/mean"] <= 1.0 for h in logs)
     with pytest.raises(ValueError, match="format: expected one of records, rows"):
-        parse_sources([{"source": "x.jsonl", "format": "csv"}], "env")
+        parse_environments([{"source": "x.jsonl", "format": "csv"}], "env")
     with pytest.raises(ValueError, match="holds training rows, not environments"):
-        parse_sources([{"source": "x.jsonl", "format": "rows"}], "env")[0].build()
+        parse_environments([{"source": "x.jsonl", "format": "rows"}], "env")[0].build()

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-#: Tasks whose targets are free text, scored by a similarity or a judge rather than exact match.
-FREE_TEXT_TASKS = ("intervention",)
+from proactive_rewards.task_table import get_task, list_tasks
 
 
 class NamedScorer:
@@ -94,8 +93,8 @@ def exact_scorer() -> NamedScorer:
 
 
 def content_scorers(free_text=None) -> dict[str, NamedScorer | JudgeScorer]:
-    """The PRS content scorer of every task: `free_text` (default ``rule:token_f1``) for `FREE_TEXT_TASKS`,
-    exact match for the rest (docs/spec.md §4).
+    """The PRS content scorer of every task of the task table: `free_text` (default ``rule:token_f1``) for the
+    tasks whose `TaskSpec.content` is ``free_text``, exact match (integers as integers) for the rest (docs/spec.md §4).
 
     Args:
         free_text (`NamedScorer`, `JudgeScorer` or `str`, *optional*): the free-text scorer, or a rule spec
@@ -107,8 +106,6 @@ def content_scorers(free_text=None) -> dict[str, NamedScorer | JudgeScorer]:
     >>> scorers["intervention"].name, round(scorers["intervention"]("please stop", "stop"), 4), scorers["atomic"].name
     ('rule:token_f1', 0.6667, 'exact_match')
     """
-    from proactive_eval.episodes import TASKS
-
     if free_text is None:
         free_text = rule_scorer("token_f1")
     elif isinstance(free_text, str):
@@ -117,7 +114,7 @@ def content_scorers(free_text=None) -> dict[str, NamedScorer | JudgeScorer]:
             raise ValueError(f"a content scorer spec must be rule:token_f1 or rule:rouge_l, got {free_text!r}")
         free_text = rule_scorer(rest)
     exact = exact_scorer()
-    return {task: free_text if task in FREE_TEXT_TASKS else exact for task in TASKS}
+    return {task: free_text if get_task(task).content == "free_text" else exact for task in list_tasks()}
 
 
 def scorer_name(scorer) -> str:

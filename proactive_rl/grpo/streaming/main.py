@@ -29,7 +29,7 @@ from proactive_rl.data.frames import frames_of
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
 from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
-from proactive_rl.grpo.streaming.windows import TASK_REWARDS, RolloutWindow, build_windows, composition
+from proactive_rl.grpo.streaming.windows import RolloutWindow, build_windows, composition
 from proactive_rl.streaming import SamplingParams
 from proactive_rl.training import (
     attach_eval_callback,
@@ -57,8 +57,8 @@ class StreamingGRPOConfig(GRPOConfig):
         max_turn_tokens (`int`, *optional*, defaults to `16`): per-turn cap on decoded tokens; a turn that reaches
             it is closed with its end-of-turn token (counted in ``rollout/truncated_turns``).
         reward_alpha (`float`, *optional*, defaults to `0.05`): temporal decay α of every task reward (docs/spec.md §4, §7).
-        reward_lambda (`float`, *optional*, defaults to `0.2`): penalty λ per extra/invalid output (accident,
-            compositional; docs/spec.md §7).
+        reward_lambda (`float`, *optional*, defaults to `0.2`): penalty λ per extra/invalid output of the tasks whose
+            `TaskSpec.penalized` is set (accident, compositional; docs/spec.md §7).
         reward_on_error (`str`, *optional*, defaults to `"raise"`): a reward that raises or returns the wrong number
             of values stops the run naming it (``"raise"``) or skips its group with a logged error rate (``"skip"``).
         system_prompt (`str`, *optional*): the system turn; defaults to `proactive_rl.chat.DEFAULT_SYSTEM_PROMPT`.
@@ -105,6 +105,8 @@ class StreamingGRPOScriptArguments:
             dispatches to (recipes name it so one command serves SFT and GRPO).
         dataset_mixture (`list`): training episode sources (`proactive_rl.data.mixture.DatasetSource`).
         eval_mixture (`list`, *optional*): held-out sources.
+        register_tasks (`list[str]`, *optional*): user tasks to add to the task table before the data loads, by
+            import path (``my_pkg.tasks:SPEC`` or a module that registers them; `proactive_rewards.load_tasks`).
         on_bad_record (`str`, *optional*, defaults to `"raise"`): for episode files, see `load_episodes`.
         lead_s, tail_s, max_window_s, prefix_s (`float`): window construction, see `build_windows`.
         tasks (`list[str]`, *optional*): keep only these tasks' windows.
@@ -116,6 +118,8 @@ class StreamingGRPOScriptArguments:
     """
 
     trainer: str = field(default="grpo_streaming", metadata={"help": "Trainer to dispatch to."})
+    # user tasks by import path, registered before the data loads (proactive_rewards.load_tasks).
+    register_tasks: list[str] | None = field(default=None, metadata={"help": "User tasks: import paths."})
     dataset_mixture: Any = field(default=None, metadata={"help": "Training episode sources."})
     eval_mixture: Any = field(default=None, metadata={"help": "Held-out episode sources."})
     on_bad_record: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})
@@ -153,16 +157,13 @@ class StreamingGRPOScriptArguments:
 
 def task_rewards(windows: list[RolloutWindow], args: StreamingGRPOConfig) -> list:
     """The `proactive_rewards` reward of every task present (each scores its own task's rows, `None` elsewhere)."""
-    from proactive_rewards import get_reward
+    from proactive_rewards import get_reward, get_task
     from proactive_rl.grpo.reward_guard import guard_rewards
 
-    names = sorted({TASK_REWARDS[w.task] for w in windows})
-    funcs = []
-    for name in names:
-        params = {"alpha": args.reward_alpha}
-        if name in ("accident", "compositional"):
-            params["lam"] = args.reward_lambda
-        funcs.append(get_reward(name, **params))
+    specs = {get_task(w.task).reward: get_task(w.task) for w in windows}  # reward name -> a task it scores
+    funcs = [
+        get_reward(name, **specs[name].reward_params(args.reward_alpha, args.reward_lambda)) for name in sorted(specs)
+    ]
     return guard_rewards(funcs, on_error=args.reward_on_error, num_generations=args.num_generations)
 
 

@@ -2,9 +2,10 @@
 
 A window ``[w0, w1]`` of an episode is where the policy acts, one decision per frame step. Everything before
 ``w0`` is a *prefix* rendered from ground truth and never optimised; it starts at ``w0 - prefix_s`` (bounded
-history: accident, compositional, intervention, ...) or at 0 for the count tasks, which need the whole history to
-know how many events already happened (P³I: "For Atomic and Event Type, the historical context begins at the start
-of the video").
+history: accident, compositional, intervention, ...) or at 0 for the tasks whose `TaskSpec.history_from_start` is
+set: the count tasks, which need the whole history to know how many events already happened (P³I: "For Atomic and
+Event Type, the historical context begins at the start of the video"). Which reward scores a task's windows is its
+`TaskSpec.reward` (`proactive_rewards.task_table`, docs/spec.md §7).
 
 Windows are built around targets. A window opens ``lead_s`` before its first target and closes ``tail_s`` after
 its last one; later targets join the same window while it stays within ``max_window_s`` seconds. This is how the
@@ -23,14 +24,11 @@ from dataclasses import dataclass
 from proactive_eval.episodes import Episode, EpisodeError
 from proactive_eval.video import sample_times
 from proactive_rewards.registry import task_rewards
+from proactive_rewards.task_table import get_task
 from proactive_rewards.types import Target
 
 logger = logging.getLogger(__name__)
 
-# Count tasks keep the whole history in the prefix (P³I Appendix C).
-COUNT_TASKS = frozenset({"atomic", "event_type"})
-# The registered `proactive_rewards` reward that scores each task's trajectories (docs/spec.md §7): its `RewardSpec.tasks`.
-TASK_REWARDS = task_rewards()
 # A target at τ is due at the first frame step with time >= τ (same rule as `proactive_rl.chat`).
 _EPS = 1e-6
 
@@ -93,9 +91,9 @@ def build_windows(
         max_window_s (`float`, *optional*, defaults to `16.0`): the longest window; targets are grouped greedily
             into windows of at most this length ("windows of several targets").
         prefix_s (`float`, *optional*, defaults to `8.0`): the bounded ground-truth prefix before ``w0``; count
-            tasks (``atomic``, ``event_type``) always start their prefix at 0.
+            tasks (``TaskSpec.history_from_start``: ``atomic``, ``event_type``) always start their prefix at 0.
         tasks (`Iterable[str]`, *optional*): keep only these tasks; defaults to the tasks with a trajectory reward
-            (`TASK_REWARDS`).
+            (`proactive_rewards.task_rewards()`, registered tasks included).
 
     Returns:
         `list[RolloutWindow]`, in episode order, then time order.
@@ -105,11 +103,13 @@ def build_windows(
             raise ValueError(f"{name}: must be a finite number >= 0, got {value!r}")
     if not (math.isfinite(max_window_s) and max_window_s > 0):
         raise ValueError(f"max_window_s: must be a finite number > 0, got {max_window_s!r}")
-    keep = frozenset(TASK_REWARDS if tasks is None else tasks)
-    unknown = keep - set(TASK_REWARDS)
+    rewarded = task_rewards()
+    keep = frozenset(rewarded if tasks is None else tasks)
+    unknown = keep - set(rewarded)
     if unknown:
         raise ValueError(
-            f"tasks: no streaming-GRPO reward for {sorted(unknown)}; expected some of {sorted(TASK_REWARDS)}"
+            f"tasks: no streaming-GRPO reward for {sorted(unknown)}; expected some of {sorted(rewarded)} "
+            f"(a task's reward is its TaskSpec.reward, see proactive_rewards.register_task)"
         )
     windows, skipped = [], 0
     for episode in episodes:
@@ -146,7 +146,7 @@ def _episode_windows(episode: Episode, lead_s, tail_s, max_window_s, prefix_s) -
         k0 = min(bisect.bisect_left(times, w0 - _EPS), due[group[0]])
         k1 = max(bisect.bisect_right(times, w1 + _EPS) - 1, due[group[-1]])
         start, end = times[k0], times[k1]
-        prefix_from = 0.0 if episode.task in COUNT_TASKS else max(0.0, start - prefix_s)
+        prefix_from = 0.0 if get_task(episode.task).history_from_start else max(0.0, start - prefix_s)
         kp = bisect.bisect_left(times, prefix_from - _EPS)
         inside = tuple(t for t, k in zip(targets, due) if k0 <= k <= k1)
         out.append(RolloutWindow(episode, index, start, end, times[kp], inside))

@@ -26,6 +26,7 @@ from typing import Any
 
 from trl import GRPOConfig, ModelConfig, TrlParser
 
+from proactive_rl.data.mcqa import EnvironmentSpec, parse_environments
 from proactive_rl.training import (
     attach_eval_callback,
     check_model_args,
@@ -39,110 +40,6 @@ from proactive_rl.training import (
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "vllm", "transformers")
-_SOURCE_KEYS = {"source", "kind", "num_envs", "seed", "dataset", "data_dir", "max_states", "name", "format"}
-FORMATS = ("records", "rows")
-# Difficulty knobs of the synthetic environments (`proactive_rl.synthetic.environments.EnvKnobs`) and frame size.
-_KNOB_KEYS = {"negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size"}
-
-
-@dataclass
-class EnvironmentSource:
-    """One entry of an environment list.
-
-    Args:
-        source (`str`): ``"synthetic"`` (the embedded ask-for-help environments) or a ProactiveBench JSONL file.
-        format (`str`, *optional*, defaults to `"records"`): a JSONL source holds the authors' records (one
-            environment each; every state becomes a row), or ``"rows"``: single-turn training rows written by
-            `proactive_rl.data.proactivebench.train_set` (the paper's QuickDraw + MS-COCO set), used as they are.
-        kind (`str`, *optional*): synthetic kind (``occlusion``, ``corruption``, ``sketch``, ``zoom_out``).
-        num_envs (`int`, *optional*): how many synthetic environments.
-        seed (`int`, *optional*, defaults to `0`): synthetic seed (use different seeds for train and held-out).
-        dataset (`str`, *optional*): ProactiveBench dataset (``QD``, ``ROD``, ...); defaults to each record's field.
-        data_dir (`str`, *optional*): ProactiveBench image root; defaults to the JSONL's folder.
-        max_states (`int`, *optional*): training rows per environment (its first states); all by default.
-        negatives, colours, layout, corruptions, object_radius, colour_weights, size (*optional*): synthetic difficulty
-            knobs and frame size, passed to `proactive_rl.synthetic.make_environments` (see `EnvKnobs`; defaults: the
-            standard environments).
-    """
-
-    source: str
-    kind: str | None = None
-    num_envs: int | None = None
-    seed: int = 0
-    dataset: str | None = None
-    data_dir: str | None = None
-    max_states: int | None = None
-    name: str | None = None
-    negatives: str | None = None
-    colours: list[str] | None = None
-    layout: str | None = None
-    corruptions: list[str] | None = None
-    object_radius: float | None = None
-    colour_weights: list[float] | None = None
-    size: int | None = None
-    format: str = "records"
-
-    @classmethod
-    def from_dict(cls, raw: Any, where: str) -> EnvironmentSource:
-        from proactive_rl.synthetic.environments import KINDS, make_environments
-
-        if isinstance(raw, str):
-            raw = {"source": raw}
-        if not isinstance(raw, dict) or "source" not in raw:
-            raise ValueError(f"{where}: expected a mapping with a 'source' ('synthetic' or a JSONL file), got {raw!r}")
-        unknown = set(raw) - _SOURCE_KEYS - _KNOB_KEYS
-        if unknown:
-            raise ValueError(
-                f"{where}: unknown keys {sorted(unknown)}; expected some of {sorted(_SOURCE_KEYS | _KNOB_KEYS)}"
-            )
-        src = cls(**raw)
-        if src.source == "synthetic":
-            if src.kind not in KINDS:
-                raise ValueError(f"{where}.kind: expected one of {', '.join(KINDS)}, got {src.kind!r}")
-            if not isinstance(src.num_envs, int) or src.num_envs < 1:
-                raise ValueError(f"{where}.num_envs: a synthetic source needs num_envs >= 1, got {src.num_envs!r}")
-            try:  # the knobs are checked now (a bad one names its field), not at the first build
-                make_environments(src.kind, 1, src.seed, **src.knobs())
-            except ValueError as e:
-                raise ValueError(f"{where}: {e}") from None
-        elif src.kind is not None or src.num_envs is not None or set(raw) & _KNOB_KEYS:
-            raise ValueError(
-                f"{where}: 'kind', 'num_envs' and the knobs {sorted(_KNOB_KEYS)} only apply to source: synthetic"
-            )
-        if src.format not in FORMATS:
-            raise ValueError(f"{where}.format: expected one of {', '.join(FORMATS)}, got {src.format!r}")
-        if src.format == "rows" and (src.source == "synthetic" or src.dataset or src.max_states):
-            raise ValueError(f"{where}: format rows is a rows JSONL file, without dataset / max_states")
-        # A JSONL source is read (and a missing file reported, naming it) when the environments are built.
-        if src.max_states is not None and src.max_states < 1:
-            raise ValueError(f"{where}.max_states: must be >= 1, got {src.max_states}")
-        src.name = src.name or (f"synthetic/{src.kind}" if src.source == "synthetic" else src.source)
-        return src
-
-    def knobs(self) -> dict[str, Any]:
-        """The synthetic knobs this source sets (keyword arguments of `make_environments`)."""
-        return {k: getattr(self, k) for k in sorted(_KNOB_KEYS) if getattr(self, k) is not None}
-
-    def build(self, hint: bool = False) -> list:
-        """The environments of this source."""
-        if self.format == "rows":
-            raise ValueError(f"{self.name}: a rows file holds training rows, not environments (it cannot be played)")
-        if self.source == "synthetic":
-            from proactive_rl.synthetic.environments import make_environments
-
-            return make_environments(self.kind, self.num_envs, seed=self.seed, **self.knobs())
-        from proactive_rl.data.mcqa import proactivebench_environments
-
-        return proactivebench_environments(self.source, self.dataset, self.data_dir, hint=hint)
-
-
-def parse_sources(raw: Any, where: str) -> list[EnvironmentSource]:
-    """A list of sources (each a path or a mapping; a single one is accepted too)."""
-    if isinstance(raw, (str, dict)):
-        raw = [raw]
-    if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{where}: expected a non-empty list of environment sources, got {raw!r}")
-    return [EnvironmentSource.from_dict(item, f"{where}[{i}]") for i, item in enumerate(raw)]
 
 
 @dataclass
@@ -151,7 +48,7 @@ class SuggestionScriptArguments:
 
     Args:
         trainer (`str`, *optional*, defaults to `"grpo_suggestion"`): the trainer `proactive-rl train` dispatches to.
-        environments (`list`): training environments, see :class:`EnvironmentSource`. Example::
+        environments (`list`): training environments, see `proactive_rl.data.mcqa.EnvironmentSpec`. Example::
 
             environments:
               - {source: synthetic, kind: sketch, num_envs: 64, seed: 0}
@@ -217,9 +114,9 @@ class SuggestionScriptArguments:
             raise ValueError(f"trainer: this entry point runs 'grpo_suggestion', got {self.trainer!r}")
         if self.environments is None:
             raise ValueError("environments: required (a list of sources: synthetic kinds or ProactiveBench JSONL)")
-        self.environments = parse_sources(self.environments, "environments")
+        self.environments = parse_environments(self.environments, "environments")
         if self.eval_environments is not None:
-            self.eval_environments = parse_sources(self.eval_environments, "eval_environments")
+            self.eval_environments = parse_environments(self.eval_environments, "eval_environments")
         if self.generation_backend not in BACKENDS:
             raise ValueError(f"generation_backend: expected one of {BACKENDS}, got {self.generation_backend!r}")
         from proactive_rl.grpo.suggestion.warm_start import STATES
@@ -283,7 +180,7 @@ def load_policy(model_args: ModelConfig, seed: int = 0):
     return load_for_training(model_args, seed=seed, state_tokens=False)
 
 
-def build_rows(sources: list[EnvironmentSource], hint: bool) -> list[dict]:
+def build_rows(sources: list[EnvironmentSpec], hint: bool) -> list[dict]:
     from proactive_rl.data.mcqa import environment_rows, load_rows
 
     rows = []

@@ -1,5 +1,10 @@
-"""One generator per P³I task kind (docs/spec.md §10): ``make(rng, knobs, steps) -> Scenario``."""
+"""One generator per P³I task kind (docs/spec.md §10): ``make(rng, knobs, steps) -> Scenario``.
 
+`GENERATORS` is keyed by the names of the task table (`proactive_rewards.task_table`), which says how each task's
+episodes are validated, scored and trained; a generator for a task that is not in the table fails at import.
+"""
+
+from proactive_rewards.task_table import get_task
 from proactive_rl.synthetic.tasks.common import Knobs, Scenario
 from proactive_rl.synthetic.tasks.counting import make_atomic, make_event_type
 from proactive_rl.synthetic.tasks.process import make_compositional, make_intervention
@@ -16,5 +21,7 @@ GENERATORS = {
     "intervention": make_intervention,
     "pvqa": make_pvqa,
 }
+for _task in GENERATORS:
+    get_task(_task)
 
 __all__ = ["GENERATORS", "Knobs", "Scenario"]
