@@ -121,9 +121,9 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     """Every real stage on a sliver of the quick settings; then a second setup reuses the model and the data."""
     settings = replace(
         quick(),
-        eval_episodes=1,
-        eval_pauc_episodes=1,
-        eval_envs=1,
+        eval_episodes=2,  # two per task and kind: each one's frames can be swapped for the other's
+        eval_pauc_episodes=2,
+        eval_envs=2,
         max_new_tokens=3,
         sft={"max_steps": 2},
         grpo_streaming={"max_steps": 1, "per_device_train_batch_size": 4},
@@ -140,6 +140,13 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     for stage in summary["stages"]:
         assert set(stage["metrics"]) >= {"prs_u", "prs_b", "pauc", "acc", "ps", "accident/prs_b"}
         assert 0.0 <= stage["metrics"]["prs_b"] <= 100.0 and 0.0 <= stage["metrics"]["acc"] <= 100.0
+        # the blind row and the swapped frames, from the evaluators themselves
+        assert {"accident/blind_prs_b", "blind_prs_b", "blind_acc", "accident/prs_b_swap", "acc_swap"} <= set(
+            stage["metrics"]
+        )
+    text = (tmp_path / "report" / "README.md").read_text()
+    assert report.BLIND_ROW in text and "accident PRS-B swap" in text
+    assert any(name.startswith("blind schedule <= 65") for name in (d["direction"] for d in summary["directions"]))
     for name in ("README.md", "metrics_by_stage.png"):
         assert (tmp_path / "report" / name).stat().st_size > 0
     assert list((tmp_path / "report").glob("timeline_*.png"))
