@@ -5,11 +5,13 @@ Heavy imports happen inside ``run``, so ``proactive-rl --help`` stays fast.
 
 - ``synth``: write the embedded synthetic world to files (`proactive_rl.synthetic.export`).
 - ``train``: the recipe's trainer from `proactive_rl.trainers`; ``eval``: `proactive_rl.evaluation.command`; ``demo``.
+- ``recipes``: list the shipped recipes or copy one out (`proactive_rl.recipes_cli`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -144,6 +146,11 @@ COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "synth": ("write the synthetic world (mp4 + episodes JSON + MCQA JSONL)", _add_synth_arguments, _run_synth),
     "train": ("train a model (SFT / GRPO) from a YAML recipe", _no_arguments, _placeholder("train")),
     "eval": ("evaluate a model, or each checkpoint of a run as it appears", _add_eval_arguments, _run_eval),
+    "recipes": (
+        "list the shipped recipes and launch configs (ls), or copy one out to edit (cp tiny/sft.yaml my_sft.yaml)",
+        lambda parser: __import__("proactive_rl.recipes_cli", fromlist=["add_arguments"]).add_arguments(parser),
+        lambda args: __import__("proactive_rl.recipes_cli", fromlist=["run"]).run(args),
+    ),
     # proactive_rl.demo imports only its settings at module level; the heavy imports happen inside run
     "demo": (
         "the end-to-end demo on the synthetic world: build, evaluate, SFT, streaming GRPO, suggestion GRPO, report",
@@ -154,7 +161,12 @@ COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="proactive-rl", description="RL post-training for proactive assistants.")
+    parser = argparse.ArgumentParser(
+        prog="proactive-rl",
+        description="RL post-training for proactive assistants.",
+        epilog="An error about your input (recipe, data, model path) is one line with exit status 2; "
+        "`proactive-rl --debug COMMAND ...` or PROACTIVE_RL_DEBUG=1 shows its traceback.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="command")
     sub.required = True
     for name, (help_text, add_arguments, _run) in COMMANDS.items():
@@ -165,12 +177,22 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `proactive-rl` console script; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "train":  # TrlParser owns the train flags (recipe fields), so argparse steps aside
-        from proactive_rl.trainers import run_train
+    if argv[:1] == ["--debug"]:  # tracebacks for input errors too (proactive_rl.errors)
+        os.environ["PROACTIVE_RL_DEBUG"] = "1"
+        argv = argv[1:]
+    try:
+        if argv and argv[0] == "train":  # TrlParser owns the train flags (recipe fields), so argparse steps aside
+            from proactive_rl.trainers import run_train
 
-        return run_train(argv[1:])
-    args = build_parser().parse_args(argv)
-    return COMMANDS[args.command][2](args)
+            return run_train(argv[1:])
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command][2](args)
+    except Exception as err:  # an error about the user's input: one line, exit status 2; anything else: traceback
+        from proactive_rl.errors import input_errors, report
+
+        if isinstance(err, input_errors()):
+            return report(f"proactive-rl {argv[0] if argv else ''}".strip(), err)
+        raise
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ import importlib
 from collections.abc import Sequence
 from types import ModuleType
 
+from proactive_rl.errors import InputError, MissingInput, did_you_mean
+from proactive_rl.shipped import resolve_recipe
+
 TRAINERS = {
     "sft": "proactive_rl.sft.main",
     "grpo_streaming": "proactive_rl.grpo.streaming.main",
@@ -21,7 +24,9 @@ TRAINERS = {
 def trainer_module(name: str) -> ModuleType:
     """The entry-point module of trainer ``name``; a clear error listing the valid names otherwise."""
     if name not in TRAINERS:
-        raise ValueError(f"trainer: unknown {name!r}; expected one of {', '.join(TRAINERS)}")
+        raise InputError(
+            f"trainer: unknown {name!r};{did_you_mean(name, TRAINERS)} expected one of {', '.join(TRAINERS)}"
+        )
     return importlib.import_module(TRAINERS[name])
 
 
@@ -37,14 +42,18 @@ def recipe_trainer(argv: Sequence[str]) -> str:
             path = arg.split("=", 1)[1]
     if path is None:
         return "sft"
+    path = resolve_recipe(path)
     try:
         with open(path) as f:
             recipe = yaml.safe_load(f) or {}
     except OSError as err:
-        raise SystemExit(f"proactive-rl train: cannot read recipe {path}: {err}") from None
+        raise MissingInput(f"{path}: cannot read the recipe ({err.strerror or err})") from None
     trainer = recipe.get("trainer", "sft") if isinstance(recipe, dict) else "sft"
     if trainer not in TRAINERS:
-        raise SystemExit(f"{path}: field 'trainer': unknown {trainer!r}; expected one of {', '.join(TRAINERS)}")
+        raise InputError(
+            f"{path}: field 'trainer': unknown {trainer!r};{did_you_mean(trainer, TRAINERS)} "
+            f"expected one of {', '.join(TRAINERS)}"
+        )
     return trainer
 
 
@@ -65,9 +74,10 @@ def recipe_model(argv: Sequence[str]) -> str | None:
     if model is not None or path is None:
         return model
     try:
+        path = resolve_recipe(path)
         with open(path) as f:
             recipe = yaml.safe_load(f) or {}
-    except OSError:
+    except OSError:  # UnknownRecipe included
         return None  # recipe_trainer reports the unreadable recipe
     return recipe.get("model_name_or_path") if isinstance(recipe, dict) else None
 
@@ -75,15 +85,19 @@ def recipe_model(argv: Sequence[str]) -> str | None:
 def run_train(argv: Sequence[str]) -> int:
     """``proactive-rl train --config RECIPE [--field value ...]``: hand the arguments to the recipe's trainer.
 
-    A recipe whose local model folder does not exist fails here, before torch or the trainer is imported.
+    ``--config`` names a file or a shipped recipe (``tiny/sft.yaml``, `proactive_rl.shipped`). A recipe whose local
+    model folder does not exist fails here, before torch or the trainer is imported (`MissingInput`, which
+    ``proactive-rl`` prints in one line).
     """
     from proactive_rl.models.spec import check_model_path
+    from proactive_rl.recipe_args import config_path, located, resolve_config
 
+    argv = resolve_config(argv)
     trainer = recipe_trainer(argv)
     model = recipe_model(argv)
     if isinstance(model, str) and model:
         try:
             check_model_path(model)
-        except OSError as err:  # the message names the field, the path and the fix: no traceback needed
-            raise SystemExit(f"proactive-rl train: {err}") from None
+        except InputError as err:  # the message names the field, the path and the fix
+            raise located(err, config_path(argv)) from None
     return trainer_module(trainer).train_main(list(argv))

@@ -11,17 +11,33 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from proactive_rl.errors import InputError
 from proactive_rl.models.spec import check_model_path, load_model_spec, parse_tiny_spec
 from proactive_rl.models.tokenizer import STATE_TOKENS
 
 
 def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
-    """Every trainer's ``train_main``: parse ``--config RECIPE.yaml`` and flag overrides with the trainer's
-    ``TrlParser``, then ``main(script_args, training_args, model_args)``."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from proactive_rl.evaluation.run import end_process_group
+    """Every trainer's ``train_main``: parse ``--config RECIPE.yaml`` (a file, or a shipped recipe by name) and flag
+    overrides with the trainer's ``TrlParser``, then ``main(script_args, training_args, model_args)``.
 
-    main(*make_parser().parse_args_and_config(argv))
+    An error about the input (an unknown recipe key, a bad value, a missing data file or model folder) is printed as
+    one line naming the recipe, and the exit status is 2 (`proactive_rl.errors.report`; `proactive_rl.recipe_args`).
+    """
+    import sys
+
+    from proactive_rl.errors import input_errors, report
+    from proactive_rl.evaluation.run import end_process_group
+    from proactive_rl.recipe_args import config_path, located, parse_recipe, resolve_config
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    path = config_path(argv)
+    try:
+        argv = resolve_config(argv)
+        path = config_path(argv)
+        main(*parse_recipe(make_parser(), argv))
+    except input_errors() as err:
+        return report("proactive-rl train", located(err, path))
     end_process_group()
     return 0
 
@@ -42,14 +58,14 @@ def check_model_args(model_args) -> None:
     if flag is None:
         return
     if not torch.cuda.is_available():
-        raise ValueError(
+        raise InputError(
             f"{flag}: QLoRA (bitsandbytes k-bit quantization) needs a CUDA GPU and none is available here; set "
             f"{flag}: false (use_peft: true alone trains LoRA adapters in full precision) or run on a GPU"
         )
     if parse_tiny_spec(model_args.model_name_or_path) is not None:
-        raise ValueError(f"{flag}: the tiny models are built in full precision and cannot be quantized")
+        raise InputError(f"{flag}: the tiny models are built in full precision and cannot be quantized")
     if not getattr(model_args, "use_peft", False):
-        raise ValueError(f"{flag}: a quantized model only trains adapters; set use_peft: true")
+        raise InputError(f"{flag}: a quantized model only trains adapters; set use_peft: true")
     if importlib.util.find_spec("bitsandbytes") is None:
         raise ImportError(f"{flag}: needs the bitsandbytes package (pip install bitsandbytes)")
 
@@ -133,7 +149,7 @@ def freeze_vision_tower(model) -> int:
     """Freeze the vision encoder but not its merger(s) (P³I Appendix C); returns the number of frozen tensors."""
     visual = getattr(getattr(model, "model", model), "visual", None)
     if visual is None:
-        raise ValueError(f"freeze_vision_tower: {type(model).__name__} has no `model.visual` vision tower")
+        raise InputError(f"freeze_vision_tower: {type(model).__name__} has no `model.visual` vision tower")
     frozen = 0
     for name, param in visual.named_parameters():
         if "merger" not in name:

@@ -129,7 +129,7 @@ def check_proactive_rl(argv: list[str], where: str) -> None:
     from proactive_rl.trainers import recipe_trainer
 
     if argv and argv[0] == "train" and not {"-h", "--help"} & set(argv):
-        recipe_trainer(argv[1:])  # reads the recipe and resolves its trainer; SystemExit names the problem
+        recipe_trainer(argv[1:])  # reads the recipe (a file or a shipped one) and resolves its trainer, else raises
         return
     _parse_ok(lambda a: cli.build_parser().parse_args(a), argv, where)
 
@@ -209,7 +209,7 @@ def test_checkers_catch_typos(tmp_path):
         check_proactive_eval(tokens[1:], "x.md:3")
     with pytest.raises(pytest.fail.Exception, match="does not parse"):
         check_proactive_rl(["demo", "--quik"], "x.md")
-    with pytest.raises(SystemExit):
+    with pytest.raises(FileNotFoundError, match="no shipped recipe of that name"):
         check_proactive_rl(["train", "--config", "recipes/tiny/no_such_recipe.yaml"], "x.md")
     with pytest.raises(AssertionError, match="not in the repository"):
         check_paths(["--config_file", "launch/no_such.yaml"], "x.md")

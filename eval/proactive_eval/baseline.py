@@ -138,6 +138,7 @@ class _ScoreTable:
         self.score = np.zeros((n, len(cands)))
         self.width = width
         self._flat = self._said = None
+        self._cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}  # others -> (matrix, column sums)
         for row, episode in enumerate(episodes):
             times = np.where(cands.is_fraction, cands.value * float(episode.duration), cands.value)
             said = times <= float(episode.duration) + 1e-9
@@ -155,26 +156,42 @@ class _ScoreTable:
             self.target[row] = np.where(said, target, -1)
             self.score[row] = np.where(said & ~early, pair, 0.0)
 
+    def cached(self, others: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """`slot_scores` and its column sums, kept for the most recent schedules (the fit on every episode and
+        the leave-one-out fits walk mostly the same path)."""
+        if others not in self._cache:
+            if len(self._cache) >= 32:
+                self._cache.pop(next(iter(self._cache)))
+            matrix = self.slot_scores(others)
+            self._cache[others] = (matrix, matrix.sum(axis=0))
+        return self._cache[others]
+
     def slot_scores(self, others: tuple[int, ...]) -> np.ndarray:
         """``(episodes, 1 + candidates)``: each episode's PRS with `others` plus nothing (column 0) or plus one
         candidate (column 1 + j)."""
-        if self._flat is None:  # where each candidate's target sits in a flattened (episodes × targets) array
+        n, width = len(self.n_targets), self.width + 1  # one more target column: where unsaid candidates go
+        if self._flat is None:  # each candidate's target in a flattened (episodes × targets) array
             self._said = self.target >= 0
-            rows = np.arange(len(self.n_targets))[:, None] * self.width
-            self._flat = rows + np.where(self._said, self.target, 0)
-        n = len(self.n_targets)
-        best, count = np.zeros((n, self.width)), np.zeros((n, self.width))
+            rows = np.arange(n)[:, None] * width
+            self._flat = rows + np.where(self._said, self.target, self.width)
+        best, count = np.zeros((n, width)), np.zeros((n, width))
         for c in others:
             rows = np.nonzero(self._said[:, c])[0]
             cols = self.target[rows, c]
             count[rows, cols] += 1
             best[rows, cols] = np.maximum(best[rows, cols], self.score[rows, c])
-        terms = np.divide(best, count, out=np.zeros_like(best), where=count > 0)
+        terms = np.divide(best, count, out=np.zeros_like(best), where=count > 0)  # S_i; 0 in the spare column
         base = terms.sum(axis=1)
-        flat = self._flat
-        gain = np.maximum(best.ravel()[flat], self.score) / (count.ravel()[flat] + 1)
-        new = np.where(self._said, base[:, None] - terms.ravel()[flat] + gain, base[:, None])
-        return np.concatenate([base[:, None], new], axis=1) / self.n_targets[:, None]
+        out = np.empty((n, 1 + self.score.shape[1]))
+        out[:, 0] = base
+        new = out[:, 1:]
+        # with candidate j matched to target i: S_i becomes max(best_i, s_j) / (|O_i| + 1); unsaid: i is the spare
+        np.maximum(best.ravel()[self._flat], self.score, out=new)
+        new /= count.ravel()[self._flat] + 1
+        new -= terms.ravel()[self._flat]
+        new += base[:, None]
+        out /= self.n_targets[:, None]
+        return out
 
 
 def _choose(values: np.ndarray, current: int) -> np.ndarray:
@@ -191,7 +208,7 @@ def _search(table: _ScoreTable, k_max: int, held_out: np.ndarray | None) -> list
     """Coordinate ascent over the slots of a schedule (module docstring). ``held_out=None``: one schedule fitted on
     every episode of `table`; else one per held-out row, fitted on the other rows. Returns ``[(schedule, rows)]``."""
     groups: dict[tuple[int, ...], np.ndarray] = {(): held_out if held_out is not None else np.array([-1])}
-    pass_changed, cache = False, {}
+    pass_changed = False
     for step in range(k_max * (1 + _PASSES)):
         slot = step % k_max
         pass_changed = pass_changed and slot != 0
@@ -199,10 +216,7 @@ def _search(table: _ScoreTable, k_max: int, held_out: np.ndarray | None) -> list
         for schedule, rows in groups.items():
             current = schedule[slot] + 1 if slot < len(schedule) else 0
             others = schedule[:slot] + schedule[slot + 1 :]
-            if others not in cache:
-                matrix = table.slot_scores(others)
-                cache[others] = (matrix, matrix.sum(axis=0))
-            matrix, total = cache[others]
+            matrix, total = table.cached(others)
             values = total[None, :] if held_out is None else total[None, :] - matrix[rows]
             picks = _choose(values, current)
             for pick in np.unique(picks):
@@ -212,7 +226,6 @@ def _search(table: _ScoreTable, k_max: int, held_out: np.ndarray | None) -> list
                 previous = new_groups.get(chosen)
                 new_groups[chosen] = members if previous is None else np.concatenate([previous, members])
         groups = new_groups
-        cache = {key: cache[key] for key in list(cache)[-64:]}  # bounded: a few recent slots' matrices
         if slot == k_max - 1 and step >= k_max and not pass_changed:  # a full re-choosing pass changed nothing
             break
     return list(groups.items())
@@ -242,6 +255,20 @@ def _content_fn(content_scorer) -> Callable:
         return cache[key]
 
     return content
+
+
+def _prefetch(content_scorer, episodes: Sequence, texts: list[str]) -> None:
+    """A judge-backed content scorer is asked for every (candidate text, target) pair in one batch."""
+    from proactive_eval.metrics.prs import _question
+
+    for episode in episodes:
+        scorer = content_scorer.get(episode.task) if isinstance(content_scorer, dict) else content_scorer
+        if hasattr(scorer, "prefetch"):
+            pairs = dict.fromkeys(
+                (_question(e), t.text) for e in episodes if e.task == episode.task for t in e.targets
+            )
+            scorer.prefetch([(q, g, text) for q, g in pairs for text in texts])
+            return
 
 
 def _exact():
@@ -277,6 +304,7 @@ def fit_blind_prs(
         out.fit[task] = "reference" if fit_set else "leave_one_out"
         fit_set = fit_set or evaluated
         cands = _Candidates(fit_set)
+        _prefetch(content_scorer, [*fit_set, *evaluated], cands.texts)
         k_max = max(1, min(int(max_responses), max(len(e.targets) for e in fit_set)))
         for mode in MODES:
             table = _ScoreTable(fit_set, cands, mode, alpha, content)
@@ -299,6 +327,11 @@ def _schedule(task: str, mode: str, indices: tuple[int, ...], cands: _Candidates
     return BlindSchedule(task, mode, tuple(items))
 
 
+def _mean100(scores: list[float]) -> float:
+    """100 × the mean, rounded as `PRSReport` rounds its rows."""
+    return round(100 * sum(scores) / len(scores), 4) if scores else 0.0
+
+
 def blind_prs_summary(
     episodes: Sequence,
     reference: Sequence | None = None,
@@ -306,24 +339,38 @@ def blind_prs_summary(
     content_scorer=None,
     max_responses: int = MAX_RESPONSES,
 ) -> dict[str, Any]:
-    """The blind row of a PRS evaluation: `fit_blind_prs`, then `score_prs` (the evaluation's scorer) on the blind
-    responses, PRS-U from the PRS-U schedules and PRS-B from the PRS-B ones.
+    """The blind row of a PRS evaluation: `fit_blind_prs`, then the blind responses scored as `score_prs` scores
+    (`proactive_rewards.prs_score` with the evaluation's content scorers, 100 × the mean per group and overall),
+    PRS-U from the PRS-U schedules and PRS-B from the PRS-B ones.
 
     Returns:
         `dict`: ``{"overall": {"prs_u", "prs_b", "num_episodes"}, "groups": {group: {...}}, "fit": {task: how},
         "schedules": {task: {"prs_u": schedule, "prs_b": schedule}}, "distinct_schedules": {...}}`` (× 100).
     """
-    from proactive_eval.metrics.prs import score_prs
+    from proactive_eval.metrics.pauc import episode_group
+    from proactive_eval.metrics.prs import _prs_score
 
+    prs_score, content = _prs_score(), _content_fn(content_scorer)
     blind = fit_blind_prs(episodes, reference, alpha, content_scorer, max_responses)
     summary: dict[str, Any] = {"overall": {}, "groups": {}, "fit": blind.fit, "schedules": {}}
+    scored = [e for e in episodes if e.targets]
     for mode in MODES:
+        # `score_prs`'s per-episode scorer, for the one variant this schedule was fitted for (PRS-<mode>, penalised)
+        scores: dict[str, list[float]] = {}
+        for e in scored:
+            score = prs_score(
+                blind.predictions[mode].get(e.id, []),
+                e.targets,
+                mode=mode,
+                alpha=alpha,
+                content_scorer=lambda r, t, e=e: content(e, r, t),
+            ).score
+            scores.setdefault(episode_group(e), []).append(score)
         key = f"prs_{mode.lower()}"
-        report = score_prs(episodes, blind.predictions[mode], alpha=alpha, content_scorer=content_scorer).summary()
-        summary["overall"][key] = report["overall"][key]
-        summary["overall"]["num_episodes"] = report["overall"]["num_episodes"]
-        for group, row in report["groups"].items():
-            summary["groups"].setdefault(group, {"num_episodes": row["num_episodes"]})[key] = row[key]
+        every = [x for group in scores.values() for x in group]
+        summary["overall"].update({key: _mean100(every), "num_episodes": len(every)})
+        for group, values in sorted(scores.items()):
+            summary["groups"].setdefault(group, {"num_episodes": len(values)})[key] = _mean100(values)
     for (task, mode), schedule in blind.schedules.items():
         entry = summary["schedules"].setdefault(task, {})
         entry[f"prs_{mode.lower()}"] = {**schedule.to_dict(), "described": schedule.describe()}

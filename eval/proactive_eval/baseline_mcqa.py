@@ -155,3 +155,51 @@ class SwappedEnvironment:
             else:
                 self._image, self._partner_actions = moved.observation.image, list(moved.observation.valid_actions)
         return replace(result, observation=self._show(result.observation))
+
+
+def _answers(valid: Sequence[str] | str) -> list[str]:
+    """The valid answers of an OEG record (a list, or the authors' comma-separated string, as `oeg_judgment`)."""
+    items = valid.split(",") if isinstance(valid, str) else valid
+    return [a.strip() for a in items if a.strip()]
+
+
+def blind_oeg_summary(items: Sequence[dict], judge, reference: Sequence[dict] | None = None) -> dict[str, Any]:
+    """The blind row of an open-ended (OEG) evaluation: per dataset, the one answer text said for every image, out
+    of the `MAX_ACTIONS` + 1 most common valid answers of the fit set, judged by the evaluation's judge
+    (`oeg_judgment`) and fitted on ``agg`` (on `reference` items when given, else leave-one-out; ties: the more
+    common text). Items are ``{"id", "dataset", "prompt", "valid_answers"}``; returns `oeg_summary` with
+    ``groups``, ``fit`` and ``policies``."""
+    from proactive_eval.judges import oeg_prompt
+    from proactive_eval.metrics.proactivebench import oeg_judgment, oeg_summary
+
+    chosen, fit, policies = [], {}, {}
+    for dataset in dict.fromkeys(i["dataset"] for i in items):
+        evaluated = [i for i in items if i["dataset"] == dataset]
+        fit_set = [i for i in reference or () if i["dataset"] == dataset]
+        fit[dataset] = "reference" if fit_set else "leave_one_out"
+        pool = fit_set or evaluated
+        counts = Counter(a for i in pool for a in _answers(i["valid_answers"]))
+        texts = [t for t, _ in counts.most_common(MAX_ACTIONS + 1)]
+
+        def judged(rows: Sequence[dict], candidates: list[str]) -> list[list[dict]]:
+            prompts = [oeg_prompt(r["prompt"], r["valid_answers"], t) for r in rows for t in candidates]
+            raw = iter(judge.complete_many(prompts, progress=False))
+            return [[oeg_judgment(next(raw), r["valid_answers"], r["dataset"]) for _ in candidates] for r in rows]
+
+        table = judged(pool, texts)
+        agg = np.array([[j["aggregate"] for j in row] for row in table], dtype=float).T  # (texts, items)
+        total = agg.sum(axis=1)
+        best = int(np.argmax(total >= total.max() - 1e-9))
+        policies[dataset] = {"answer": texts[best], "described": repr(texts[best])}
+        if fit_set:
+            chosen += [row[0] for row in judged(evaluated, [texts[best]])]
+            continue
+        for col, row in enumerate(table):
+            rest = total - agg[:, col]
+            chosen.append(row[int(np.argmax(rest >= rest.max() - 1e-9))])
+    summary = dict(oeg_summary(chosen))
+    by_dataset: dict[str, list[dict]] = {}
+    for item, judgment in zip([i for d in fit for i in items if i["dataset"] == d], chosen):
+        by_dataset.setdefault(item["dataset"], []).append(judgment)
+    summary["groups"] = {d: oeg_summary(js) for d, js in sorted(by_dataset.items())}
+    return {**summary, "fit": fit, "policies": policies}

@@ -104,8 +104,11 @@ def _silence(args) -> tuple[str, ...]:
     return tuple(args.silence or ())
 
 
-def _score_args(args, episodes, predictions: dict, out, meta: dict[str, Any], failed=None) -> dict[str, Any]:
+def _score_args(
+    args, episodes, predictions: dict, out, meta: dict[str, Any], failed=None, counterfactuals=None
+) -> dict[str, Any]:
     """`score` with the scoring options shared by ``score`` and ``run``."""
+    fit = [e for p in args.fit or () for e in load_any(p, args.format, args.on_error, args.video_root)]
     return score(
         episodes,
         predictions,
@@ -117,6 +120,8 @@ def _score_args(args, episodes, predictions: dict, out, meta: dict[str, Any], fa
         meta=meta,
         judge_concurrency=args.judge_concurrency,
         failed=failed,
+        fit_episodes=fit or None,
+        counterfactuals=counterfactuals,
     )
 
 
@@ -163,8 +168,28 @@ def cmd_run(args) -> int:
         print(f"{len(predictions.failed)} of {len(episodes)} episodes could not be played:", file=sys.stderr)
         for eid, reason in predictions.failed.items():
             print(f"  {eid}: {reason}", file=sys.stderr)
+    runs = {}
+    for kind in args.counterfactual or ():  # docs/spec.md §14: the same policy, other frames
+        from proactive_eval.counterfactual import counterfactual_source, swap_partners
+        from proactive_eval.video import iter_frames
+
+        played = [e for e in episodes if e.id not in predictions.failed]
+        partners = swap_partners(played) if kind == "swap" else {}
+        source = counterfactual_source(kind, played, frame_source or iter_frames)
+        runs[kind] = run_streaming(
+            policy,
+            [e for e in played if kind != "swap" or e.id in partners],
+            out / f"predictions_{kind}.jsonl",
+            frame_source=source,
+            silence_signals=_silence(args),
+            max_frames=args.max_frames,
+            progress=not args.no_progress,
+            plain=args.turn_format == "plain",
+            on_error=args.on_video_error,
+        )
+        print(f"predictions with {kind} frames: {out / f'predictions_{kind}.jsonl'}")
     meta = {"episodes": str(args.episodes), "predictions": str(predictions_path), "policy": args.policy}
-    _score_args(args, episodes, predictions, out, meta, failed=predictions.failed)
+    _score_args(args, episodes, predictions, out, meta, failed=predictions.failed, counterfactuals=runs)
     return 0
 
 
@@ -274,6 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
         p.add_argument("--no-progress", action="store_true", help="no progress bars")
+        p.add_argument(
+            "--fit",
+            nargs="+",
+            help="episodes to fit the blind schedule on (e.g. the training split); default: leave-one-out",
+        )
 
     p = sub.add_parser("score", help="score a predictions file against episodes")
     common(p)
@@ -289,6 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run folder: predictions.jsonl and the report")
     p.add_argument("--fps", type=float, help="frames per second (default: each episode's fps)")
     p.add_argument("--max-frames", type=int, help="keep only the latest K images in the model's history")
+    p.add_argument(
+        "--counterfactual",
+        nargs="+",
+        choices=("swap", "freeze"),
+        help="also play every episode with another episode's frames (swap) or its first frame (freeze) and report "
+        "<metric>_swap and vision_gain (docs/spec.md §14)",
+    )
     p.add_argument(
         "--turn-format",
         default="state_tokens",

@@ -116,3 +116,22 @@ def counterfactual_source(kind: str, items: Sequence, frame_source: FrameSource,
 
     source.partners = partners  # type: ignore[attr-defined]
     return source
+
+
+def with_vision_gain(counterfactual: dict, own: dict, keys: Sequence[str]) -> dict:
+    """A counterfactual's summary rows (``overall``, ``groups``) with ``vision_gain`` = own − counterfactual for
+    each of `keys`, overall and per group (both summaries over the same episodes).
+
+    >>> row = lambda v: {"overall": {"prs_b": v}, "groups": {"atomic": {"prs_b": v}}}
+    >>> with_vision_gain(row(40.0), row(60.0), ["prs_b"])["vision_gain"]
+    {'overall': {'prs_b': 20.0}, 'groups': {'atomic': {'prs_b': 20.0}}}
+    """
+
+    def diff(a: dict, b: dict) -> dict:
+        return {k: round(a[k] - b[k], 4) for k in keys if a.get(k) is not None and b.get(k) is not None}
+
+    groups = {
+        g: diff(r, counterfactual["groups"][g]) for g, r in own["groups"].items() if g in counterfactual["groups"]
+    }
+    gain = {"overall": diff(own["overall"], counterfactual["overall"]), "groups": groups}
+    return {"overall": counterfactual["overall"], "groups": counterfactual["groups"], "vision_gain": gain}

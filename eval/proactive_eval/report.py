@@ -133,6 +133,13 @@ def _looks(summary: dict[str, Any], name: str) -> list[tuple[str, dict[str, Any]
     return out
 
 
+def _row(summary: dict[str, Any] | None, group: str) -> dict[str, Any]:
+    """The ``overall`` row or one group's row of a summary (``{}`` when absent)."""
+    if not summary:
+        return {}
+    return summary["overall"] if group == "overall" else summary["groups"].get(group, {})
+
+
 def looks_table(summary: dict[str, Any], keys: tuple[str, ...]) -> str:
     """Does the model look? Per group: each metric, its blind-schedule value, its value with swapped frames and
     the vision gain (metric - metric_swap); empty when the summary has neither (docs/spec.md §14)."""
@@ -144,21 +151,12 @@ def looks_table(summary: dict[str, Any], keys: tuple[str, ...]) -> str:
     for k in keys:
         header += [k, f"blind {k}"] + ([f"{k} swap", f"vision gain {k}"] if swap else [])
     rows = []
-    for group in list(summary["groups"]) + ["overall"]:
-        own = summary["overall"] if group == "overall" else summary["groups"][group]
-        b = (blind or {}).get("overall" if group == "overall" else "groups", {})
-        b = b if group == "overall" else b.get(group, {})
-        row = [f"**{group}**" if group == "overall" else group]
+    for group in [*summary["groups"], "overall"]:
+        row = ["**overall**" if group == "overall" else group]
         for k in keys:
-            row += [own.get(k), b.get(k) if b else None]
+            row += [_row(summary, group).get(k), _row(blind, group).get(k)]
             if swap:
-                s = swap["overall"] if group == "overall" else swap["groups"].get(group, {})
-                g = (
-                    swap["vision_gain"]["overall"]
-                    if group == "overall"
-                    else swap["vision_gain"]["groups"].get(group, {})
-                )
-                row += [s.get(k), g.get(k)]
+                row += [_row(swap, group).get(k), _row(swap["vision_gain"], group).get(k)]
         rows.append(row)
     return _table(header, rows)
 

@@ -69,12 +69,18 @@ def score(
     meta: dict[str, Any] | None = None,
     judge_concurrency: int = 8,
     failed: dict[str, str] | None = None,
+    fit_episodes=None,
+    counterfactuals: dict[str, dict] | None = None,
 ) -> dict[str, Any]:
     """Score `predictions` against `episodes` (PAUC for ``pvqa``, PRS for the rest), print the tables and
     write the report into `out` (when given). Returns the results dict.
 
     `failed` (episode id → reason) are episodes that could not be played: they are left out of every metric,
-    listed in ``results["failures"]`` and counted in each row's coverage."""
+    listed in ``results["failures"]`` and counted in each row's coverage.
+
+    Every table also gets its blind row (docs/spec.md §14), fitted on `fit_episodes` when given, else by
+    leave-one-out; `counterfactuals` (kind → episode id → outputs, e.g. ``{"swap": ...}``) add the rows of the
+    same policy played with other frames and ``vision_gain`` (metric − metric with swapped frames)."""
     from proactive_eval.metrics import score_pauc, score_prs
     from proactive_eval.report import build_results, failure_rows, markdown_report, write_report
 
@@ -115,6 +121,9 @@ def score(
         meta["judge_stats"] = judge.stats.as_dict()
 
     results = build_results(pauc, prs, meta, failures)
+    looks = _looks(pvqa, other, predictions, counterfactuals or {}, fit_episodes, judge_spec, the_judge, omegas)
+    for key, extra in looks.items():
+        results[key].update(extra)
     print(markdown_report(results))
     if out is not None:
         written = write_report(
@@ -122,3 +131,32 @@ def score(
         )
         print("wrote " + ", ".join(str(p) for p in written.values()))
     return results
+
+
+def _looks(pvqa, other, predictions, counterfactuals, fit_episodes, judge_spec, the_judge, omegas) -> dict:
+    """The blind rows and counterfactual rows of `score` (docs/spec.md §14): ``{"prs": {...}, "pauc": {...}}``."""
+    from proactive_eval.baseline import blind_prs_summary
+    from proactive_eval.baseline_pauc import blind_pauc_summary
+    from proactive_eval.counterfactual import with_vision_gain
+    from proactive_eval.metrics import score_pauc, score_prs
+
+    out: dict[str, dict] = {}
+    if other:
+        scorers = prs_content_scorers(judge_spec, the_judge)
+        out["prs"] = {"blind": blind_prs_summary(other, fit_episodes, content_scorer=scorers)}
+        for kind, outputs in counterfactuals.items():
+            played = [e for e in other if e.id in outputs]
+            if played:
+                cf = score_prs(played, outputs, content_scorer=scorers).summary()
+                own = score_prs(played, predictions, content_scorer=scorers).summary()
+                out["prs"].setdefault("counterfactual", {})[kind] = with_vision_gain(cf, own, ("prs_u", "prs_b"))
+    if pvqa:
+        out["pauc"] = {"blind": blind_pauc_summary(pvqa, the_judge(), fit_episodes, omegas=omegas)}
+        keys = tuple(f"omega={o}" for o in omegas)
+        for kind, outputs in counterfactuals.items():
+            played = [e for e in pvqa if e.id in outputs]
+            if played:
+                cf = score_pauc(played, outputs, the_judge(), omegas=omegas, progress=False).summary()
+                own = score_pauc(played, predictions, the_judge(), omegas=omegas, progress=False).summary()
+                out["pauc"].setdefault("counterfactual", {})[kind] = with_vision_gain(cf, own, keys)
+    return out

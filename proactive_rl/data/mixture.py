@@ -19,6 +19,7 @@ import numpy as np
 from proactive_eval.episodes import Episode, EpisodeError, load_episodes
 from proactive_rewards.task_table import load_tasks
 from proactive_rl.data.sources import dataset_episodes, looks_like_hub_id
+from proactive_rl.errors import InputError, MissingInput, did_you_mean
 
 ON_ERROR = ("raise", "skip")
 _DATASET_KEYS = {"split", "config", "data_files", "data_dir", "columns", "video_root"}
@@ -71,27 +72,29 @@ class DatasetSource:
         if isinstance(raw, dict) and "path" in raw and "source" not in raw:  # a TRL mixture entry
             unknown = set(raw) - set(_TRL_KEYS)
             if unknown:
-                raise ValueError(
+                raise InputError(
                     f"{where}: unknown keys {sorted(unknown)} for a TRL entry; expected {sorted(_TRL_KEYS)}"
                 )
             raw = {_TRL_KEYS[k]: v for k, v in raw.items() if v is not None}
         if not isinstance(raw, dict) or "source" not in raw:
-            raise ValueError(
+            raise InputError(
                 f"{where}: expected a mapping with a 'source' (an episode file or 'synthetic'), got {raw!r}"
             )
         unknown = set(raw) - _SOURCE_KEYS
         if unknown:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; expected some of {sorted(_SOURCE_KEYS)}")
+            first = sorted(unknown)[0]
+            hint = did_you_mean(first, _SOURCE_KEYS).replace(" did you mean", f" `{first}`: did you mean")
+            raise InputError(f"{where}: unknown keys {sorted(unknown)};{hint} expected some of {sorted(_SOURCE_KEYS)}")
         src = cls(**raw)
         if not (isinstance(src.weight, (int, float)) and src.weight > 0):
-            raise ValueError(f"{where}.weight: must be a number > 0, got {src.weight!r}")
+            raise InputError(f"{where}.weight: must be a number > 0, got {src.weight!r}")
         if src.source == "synthetic":
             if not src.task or not src.num_episodes or src.num_episodes < 1:
-                raise ValueError(f"{where}: a synthetic source needs 'task' and 'num_episodes' >= 1")
+                raise InputError(f"{where}: a synthetic source needs 'task' and 'num_episodes' >= 1")
             if any(getattr(src, k) is not None for k in _DATASET_KEYS):
-                raise ValueError(f"{where}: {sorted(_DATASET_KEYS)} do not apply to source: synthetic")
+                raise InputError(f"{where}: {sorted(_DATASET_KEYS)} do not apply to source: synthetic")
         elif src.task is not None or src.num_episodes is not None:
-            raise ValueError(f"{where}: 'task' and 'num_episodes' only apply to source: synthetic")
+            raise InputError(f"{where}: 'task' and 'num_episodes' only apply to source: synthetic")
         src.name = src.name or (f"synthetic/{src.task}" if src.source == "synthetic" else src.source)
         return src
 
@@ -101,7 +104,7 @@ def parse_mixture(raw: Any, where: str = "dataset_mixture") -> list[DatasetSourc
     if isinstance(raw, dict) and "datasets" in raw:
         extra = set(raw) - {"datasets", "seed"}
         if extra:
-            raise ValueError(f"{where}: unsupported keys {sorted(extra)} (hold out data with eval_mixture)")
+            raise InputError(f"{where}: unsupported keys {sorted(extra)} (hold out data with eval_mixture)")
         seed = raw.get("seed")
         raw = raw["datasets"]
         if seed is not None and isinstance(raw, list):
@@ -109,7 +112,7 @@ def parse_mixture(raw: Any, where: str = "dataset_mixture") -> list[DatasetSourc
     if isinstance(raw, (str, dict)):
         raw = [raw]
     if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{where}: expected a non-empty list of sources, got {raw!r}")
+        raise InputError(f"{where}: expected a non-empty list of sources, got {raw!r}")
     return [DatasetSource.from_dict(item, f"{where}[{i}]") for i, item in enumerate(raw)]
 
 
@@ -118,12 +121,12 @@ def check_data_arguments(args) -> None:
     ``eval_mixture`` and check ``on_bad_record`` of a trainer's script arguments."""
     load_tasks(args.register_tasks, "register_tasks")
     if args.dataset_mixture is None:
-        raise ValueError("dataset_mixture: required (a list of sources: episode files or synthetic tasks)")
+        raise InputError("dataset_mixture: required (a list of sources: episode files or synthetic tasks)")
     args.dataset_mixture = parse_mixture(args.dataset_mixture, "dataset_mixture")
     if args.eval_mixture is not None:
         args.eval_mixture = parse_mixture(args.eval_mixture, "eval_mixture")
     if args.on_bad_record not in ON_ERROR:
-        raise ValueError(f"on_bad_record: expected one of {ON_ERROR}, got {args.on_bad_record!r}")
+        raise InputError(f"on_bad_record: expected one of {ON_ERROR}, got {args.on_bad_record!r}")
 
 
 def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple[list[Episode], list[EpisodeError]]:
@@ -150,13 +153,26 @@ def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple
             elif path.is_dir() or looks_like_hub_id(src.source):
                 loaded = dataset_episodes(src, on_error=on_error)  # save_to_disk folder, data folder, Hub id
             else:
-                raise FileNotFoundError(f"dataset_mixture: episode file {src.source!r} does not exist")
+                raise MissingInput(
+                    f"dataset_mixture: episode file {src.source!r} does not exist (paths are relative to the working "
+                    f"directory {Path.cwd()});{did_you_mean(src.source, _near(path), cutoff=0.8) or ' fix the path, or use a synthetic source'}"
+                )
             skipped.extend(loaded.skipped)
             eps = list(loaded)
         for ep in eps:
             ep.meta = {**ep.meta, "source": src.name}
         episodes.extend(apply_weight(eps, src.weight, src.seed))
     return episodes, skipped
+
+
+def _near(path: Path) -> list[str]:
+    """The files beside a missing `path` (its nearest existing folder), as paths spelt like it, for a suggestion."""
+    folder = path.parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return []
+    return [str(p) for p in sorted(folder.iterdir())[:500] if p.is_file() or p.is_dir()]
 
 
 def apply_weight(episodes: list[Episode], weight: float, seed: int = 0) -> list[Episode]:

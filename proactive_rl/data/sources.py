@@ -13,6 +13,7 @@ from typing import Any
 
 from proactive_eval.episodes import Episode, EpisodeList
 from proactive_eval.records import collect
+from proactive_rl.errors import InputError
 
 # Files `save_to_disk` writes into a dataset (or dataset dict) folder.
 _SAVED_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")
@@ -38,7 +39,7 @@ def load_rows(src) -> tuple[Any, Path | None]:
         loaded = datasets.load_from_disk(str(path))
         if isinstance(loaded, datasets.DatasetDict):
             if split not in loaded:
-                raise ValueError(f"dataset_mixture: {src.source!r} has splits {sorted(loaded)}, not {split!r}")
+                raise InputError(f"dataset_mixture: {src.source!r} has splits {sorted(loaded)}, not {split!r}")
             loaded = loaded[split]
         base = path
     else:

@@ -26,11 +26,11 @@ _KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", 
 
 def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
     """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
-    from pathlib import Path
-
     import yaml
 
-    recipe = Path(__file__).resolve().parents[2] / "recipes" / "tiny" / "grpo_suggestion.yaml"
+    from proactive_rl.shipped import shipped_path
+
+    recipe = shipped_path("tiny/grpo_suggestion.yaml")
     sources = [e for e in yaml.safe_load(recipe.read_text())["environments"] if e.get("source") == "synthetic"]
     if not sources:
         raise ValueError(f"{recipe}: the demo needs synthetic training environments in 'environments'")

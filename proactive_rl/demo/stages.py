@@ -17,8 +17,6 @@ from proactive_rl.demo.settings import DemoSettings, suggestion_environments
 
 logger = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[2]
-RECIPES = ROOT / "recipes" / "tiny"
 MODEL_STAMP = "demo_model.json"
 
 
@@ -130,19 +128,23 @@ def export_env_splits(data: Path, settings: DemoSettings, reuse: bool, progress:
 
 
 def derive_recipe(stage: str, overrides: dict[str, Any], out: Path) -> Path:
-    """``recipes/tiny/<stage>.yaml`` with `overrides` applied, written to ``<out>/recipes/<stage>.yaml``."""
+    """The shipped ``tiny/<stage>.yaml`` with `overrides` applied, written to ``<out>/recipes/<stage>.yaml``."""
     import yaml
 
-    source = RECIPES / f"{stage}.yaml"
+    from proactive_rl.shipped import shipped_path
+
+    name = f"tiny/{stage}.yaml"
+    source = shipped_path(name)
     recipe = yaml.safe_load(source.read_text())
     unknown = sorted(k for k in overrides if k not in recipe and k not in _EXTRA_KEYS)
     if unknown:
-        logger.info("demo overrides not in %s (passed to the trainer as new fields): %s", source, unknown)
+        logger.info("demo overrides not in %s (passed to the trainer as new fields): %s", name, unknown)
     recipe.update(overrides)
     path = out / "recipes" / f"{stage}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     header = (
-        f"# Written by `proactive-rl demo`: {source.relative_to(ROOT)} with the demo's overrides.\n"
+        f"# Written by `proactive-rl demo`: the shipped recipe {name} (proactive-rl recipes cp {name} ...) with the "
+        "demo's overrides.\n"
         f"# Re-run this stage alone: proactive-rl train --config {path}\n"
     )
     path.write_text(header + yaml.safe_dump(recipe, sort_keys=False))

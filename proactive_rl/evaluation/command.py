@@ -97,10 +97,11 @@ def _run(args: argparse.Namespace) -> int:
     from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config
     from proactive_rl.evaluation.backends import log_results
     from proactive_rl.evaluation.watch import CheckpointWatcher
+    from proactive_rl.shipped import resolve_recipe
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = load_eval_config(args.config)
+        config = load_eval_config(resolve_recipe(args.config))  # a shipped recipe by name too (tiny/sft.yaml)
     except (OSError, ValueError) as err:
         print(f"proactive-rl eval: error: {err}", file=sys.stderr)
         return 2

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from proactive_rewards.task_table import load_tasks
+from proactive_rl.errors import InputError, did_you_mean
 from proactive_rl.evaluation.base import evaluator_class
 
 JUDGE_TYPES = ("rule", "openai")
@@ -36,7 +37,8 @@ def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> di
     valid = {f.name for f in fields(cls)}
     unknown = sorted(set(raw) - valid)
     if unknown:
-        raise ValueError(f"{where}: unknown keys {unknown}; expected some of {sorted(valid)}")
+        hint = did_you_mean(unknown[0], valid).replace(" did you mean", f" `{unknown[0]}`: did you mean")
+        raise InputError(f"{where}: unknown keys {unknown};{hint} expected some of {sorted(valid)}")
     missing = [k for k in required if k not in raw]
     if missing:
         raise ValueError(f"{where}: missing {missing} (present: {sorted(raw)})")

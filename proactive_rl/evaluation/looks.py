@@ -24,6 +24,16 @@ logger = logging.getLogger(__name__)
 COUNTERFACTUAL_PREDICTIONS = "predictions_counterfactual.jsonl"
 
 
+def blind_key(metric: str) -> str:
+    """The key of a metric's blind baseline: ``prs/accident/prs_b`` → ``prs/accident/blind_prs_b``."""
+    head, sep, tail = metric.rpartition("/")
+    return f"{head}{sep}blind_{tail}"
+
+
+def is_blind(metric: str) -> bool:
+    return metric.rpartition("/")[2].startswith("blind_")
+
+
 def counterfactual_sources(evaluator, frame_source) -> dict[str, Any]:
     """``kind -> frame source`` of the evaluator's counterfactuals, paired over all its items (every rank alike)."""
     from proactive_eval.counterfactual import counterfactual_source
@@ -86,6 +96,16 @@ def write_counterfactuals(out_dir: Path | None, runs: dict[str, dict[str, list]]
     atomic_write_text(Path(out_dir) / COUNTERFACTUAL_PREDICTIONS, "".join(lines))
 
 
+def _blind(evaluator, items: list, fit):
+    """`fit()` once per set of scored items: the blind baseline never depends on the model, so the evaluations of
+    a training run (the same held-out items each time) reuse it."""
+    key = tuple(i["id"] if isinstance(i, dict) else i.id for i in items)
+    cache = evaluator.__dict__.setdefault("_blind_rows", {})
+    if key not in cache:
+        cache[key] = fit()
+    return cache[key]
+
+
 def _flat(summary: dict[str, Any], keys: tuple[str, ...], suffix: str = "", prefix: str = "") -> dict[str, float]:
     """``{prefix + key + suffix}`` overall and ``{task}/...`` per group, for the keys present."""
     out = {f"{prefix}{k}{suffix}": float(summary["overall"][k]) for k in keys if summary["overall"].get(k) is not None}
@@ -99,11 +119,12 @@ def _flat(summary: dict[str, Any], keys: tuple[str, ...], suffix: str = "", pref
 def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind row and the counterfactuals of a PRS evaluation (module docstring)."""
     from proactive_eval.baseline import blind_prs_summary
+    from proactive_eval.counterfactual import with_vision_gain
     from proactive_eval.metrics import score_prs
 
     alpha, keys = evaluator.config.alpha, ("prs_u", "prs_b")
     reference = evaluator.baseline_items()
-    blind = blind_prs_summary(episodes, reference, alpha=alpha, content_scorer=scorers)
+    blind = _blind(evaluator, episodes, lambda: blind_prs_summary(episodes, reference, alpha, content_scorer=scorers))
     metrics = _flat(blind, keys, prefix="blind_")
     summary: dict[str, Any] = {"blind": blind}
     for kind, outputs in runs.items():
@@ -111,31 +132,20 @@ def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers)
         if not played:
             continue
         cf = score_prs(played, outputs, alpha=alpha, content_scorer=scorers).summary()
+        own = score_prs(played, predictions, alpha=alpha, content_scorer=scorers).summary()
+        entry = {**with_vision_gain(cf, own, keys), "num_episodes": len(played)}
         metrics.update(_flat(cf, keys, suffix=f"_{kind}"))
-        entry = {"overall": cf["overall"], "groups": cf["groups"], "num_episodes": len(played)}
-        if kind == "swap":
-            own = score_prs(played, predictions, alpha=alpha, content_scorer=scorers).summary()
-            gains = _gains(own, cf, keys)
-            metrics.update(_flat(gains, keys, prefix="vision_gain_"))
-            entry["vision_gain"] = gains
+        if kind == "swap":  # vision_gain_<metric> is defined against the swapped frames
+            metrics.update(_flat(entry["vision_gain"], keys, prefix="vision_gain_"))
         summary.setdefault("counterfactual", {})[kind] = entry
     return metrics, summary
-
-
-def _gains(own: dict, cf: dict, keys: tuple[str, ...]) -> dict[str, Any]:
-    """``metric - metric_swap`` overall and per group."""
-
-    def diff(a: dict, b: dict) -> dict:
-        return {k: round(a[k] - b[k], 4) for k in keys if a.get(k) is not None and b.get(k) is not None}
-
-    groups = {g: diff(row, cf["groups"][g]) for g, row in own["groups"].items() if g in cf["groups"]}
-    return {"overall": diff(own["overall"], cf["overall"]), "groups": groups}
 
 
 def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, omegas) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind answer and the counterfactuals of a PAUC evaluation: ``blind_pauc_wω``,
     ``pauc_wω_swap``, ``vision_gain_pauc_wω`` (module docstring)."""
     from proactive_eval.baseline_pauc import blind_pauc_summary
+    from proactive_eval.counterfactual import with_vision_gain
     from proactive_eval.metrics import score_pauc
 
     keys = tuple(f"omega={o}" for o in omegas)
@@ -144,18 +154,19 @@ def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, 
         flat = _flat(summary, keys, prefix=prefix, suffix=suffix)
         return {k.replace("omega=", "pauc_w"): v for k, v in flat.items()}
 
-    blind = blind_pauc_summary(episodes, judge, evaluator.baseline_items(), omegas=omegas)
+    blind = _blind(
+        evaluator, episodes, lambda: blind_pauc_summary(episodes, judge, evaluator.baseline_items(), omegas=omegas)
+    )
     metrics, summary = named(blind, prefix="blind_"), {"blind": blind}
     for kind, outputs in runs.items():
         played = [e for e in episodes if e.id in outputs]
         if not played:
             continue
         cf = score_pauc(played, outputs, judge, omegas=omegas, progress=False).summary()
+        own = score_pauc(played, predictions, judge, omegas=omegas, progress=False).summary()
+        entry = {**with_vision_gain(cf, own, keys), "num_episodes": len(played)}
         metrics.update(named(cf, suffix=f"_{kind}"))
-        entry = {"overall": cf["overall"], "groups": cf["groups"], "num_episodes": len(played)}
         if kind == "swap":
-            own = score_pauc(played, predictions, judge, omegas=omegas, progress=False).summary()
-            entry["vision_gain"] = _gains(own, cf, keys)
             metrics.update(named(entry["vision_gain"], prefix="vision_gain_"))
         summary.setdefault("counterfactual", {})[kind] = entry
     return metrics, summary
@@ -169,7 +180,7 @@ def mcqa_looks(evaluator, records: list[dict], swapped: list[dict]) -> tuple[dic
 
     played = {r["id"] for r in records}
     envs = [e for e in evaluator.items() if e.id in played]
-    blind = blind_mcqa_summary(envs, evaluator.baseline_items())
+    blind = _blind(evaluator, envs, lambda: blind_mcqa_summary(envs, evaluator.baseline_items()))
     metrics = {"blind_acc": float(blind["acc"]), "blind_ps": float(blind["ps"])}
     summary: dict[str, Any] = {"blind": blind}
     if swapped:
@@ -198,3 +209,23 @@ def mcqa_looks_markdown(summary: dict) -> str:
         how = summary["blind"]["fit"].get(dataset, "")
         lines.append(f"- blind policy of {dataset} ({how.replace('_', ' ')}): {policy['described']}")
     return "\n".join(lines) + "\n"
+
+
+def oeg_looks(evaluator, rows: list[dict], swapped: list[dict], swapped_rows: list[dict], judge) -> tuple[dict, dict]:
+    """``(metrics, summary)`` of the blind answer (``blind_agg``, ``blind_acc``, ``blind_ps``) and of the swapped
+    images (``agg_swap``, ``vision_gain_agg``) of an OEG evaluation (`proactive_eval.baseline_mcqa`)."""
+    from proactive_eval.baseline_mcqa import blind_oeg_summary
+    from proactive_eval.metrics.proactivebench import oeg_summary
+
+    keys = ("agg", "acc", "ps")
+    blind = _blind(evaluator, rows, lambda: blind_oeg_summary(rows, judge, evaluator.baseline_items()))
+    metrics = {f"blind_{k}": float(blind[k]) for k in keys}
+    summary: dict[str, Any] = {"blind": blind}
+    if swapped_rows:
+        ids = {r["id"] for r in swapped}
+        own, cf = oeg_summary([r for r in rows if r["id"] in ids]), oeg_summary(swapped_rows)
+        gain = {k: own[k] - cf[k] for k in keys}
+        summary["counterfactual"] = {"swap": {**cf, "vision_gain": gain}}
+        metrics.update({f"{k}_swap": float(cf[k]) for k in keys})
+        metrics.update({f"vision_gain_{k}": float(gain[k]) for k in keys})
+    return metrics, summary

@@ -91,11 +91,10 @@ class MCQAEvaluator(Evaluator):
         _check_environments(config, where)
         if config.baseline_episodes is not None:
             raise ValueError(f"{where}: 'baseline_episodes' is for prs / pauc evaluators; use 'baseline_environments'")
-        if config.baseline_environments is not None:
-            reference = copy.copy(config)
-            reference.environments = config.baseline_environments
-            _check_environments(reference, where.rstrip(".") + ".baseline")
-            config.baseline_environments = reference.environments
+        if config.baseline_environments is not None:  # the environments the image-blind policy is fitted on
+            if isinstance(config.baseline_environments, dict):
+                config.baseline_environments = [config.baseline_environments]
+            parse_environments(config.baseline_environments, f"{where}.baseline_environments", DEFAULT_NUM_ENVS)
 
     def _load(self) -> list:
         return build_environments(self.config.environments, self.config.hint, self.config.protocol, self.config.skip)
@@ -205,27 +204,47 @@ class OEGEvaluator(Evaluator):
 
     @classmethod
     def check_config(cls, config, where: str) -> None:
-        _check_environments(config, where)
+        MCQAEvaluator.check_config(config, where)
         if config.answer_letters_only:
             raise ValueError(f"{where}.answer_letters_only: for mcqa evaluators only (an OEG answer is free-form)")
 
     def _load(self) -> list:
         return build_environments(self.config.environments, protocol=self.config.protocol, skip=self.config.skip)
 
+    def baseline_items(self) -> list[dict] | None:
+        """The ``{"id", "dataset", "prompt", "valid_answers"}`` the blind answer is fitted on, or `None`."""
+        if self.config.baseline_environments is None:
+            return None
+        from proactive_eval.oeg import oeg_question, oeg_valid_answers
+
+        config = self.config
+        envs = build_environments(config.baseline_environments, protocol=config.protocol, skip=config.skip)
+        return [
+            {"id": e.id, "dataset": e.dataset, "prompt": oeg_question(e.reset().prompt, config.hint),
+             "valid_answers": oeg_valid_answers(e)}
+            for e in envs
+        ]  # fmt: skip
+
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
+        from proactive_eval.counterfactual import counterfactual_id
         from proactive_eval.oeg import oeg_question, oeg_valid_answers
         from proactive_rl.evaluation.policy import image_answer_fn, observation_image
 
         answer = image_answer_fn(model, processor, self.config.max_new_tokens)
+        partners = swap_images(self.items()) if "swap" in (self.config.counterfactual or []) else {}
         records = []
         for env in self._progress(items, "env"):
             valid = oeg_valid_answers(env)
             observation = env.reset()
             prompt = oeg_question(observation.prompt, self.config.hint)
-            text = answer(observation_image(observation), prompt)
-            records.append(
-                {"id": env.id, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
-            )
+            shown = [(env.id, observation)]
+            if env.id in partners:  # the swap counterfactual: the same question about another environment's image
+                shown.append((counterfactual_id(env.id, "swap"), copy.deepcopy(partners[env.id]).reset()))
+            for rid, seen in shown:
+                text = answer(observation_image(seen), prompt)
+                records.append(
+                    {"id": rid, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
+                )
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
@@ -233,13 +252,18 @@ class OEGEvaluator(Evaluator):
         from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
         from proactive_eval.metrics import oeg_judgment, oeg_summary
         from proactive_eval.predictions import atomic_write_text
+        from proactive_rl.evaluation.looks import oeg_looks
 
         if out_dir is not None:  # written before judging: a judge that is down must not lose what the model said
             atomic_write_text(out_dir / "predictions.jsonl", _jsonl(records))
         judge = make_judge(self.config.judge, system_prompt=OEG_SYSTEM_PROMPT)
-        prompts = [oeg_prompt(r["prompt"], r["valid_answers"], r["answer"]) for r in records]
+        records, swapped = _split_swapped(records)
+        prompts = [oeg_prompt(r["prompt"], r["valid_answers"], r["answer"]) for r in records + swapped]
         raw = judge.complete_many(prompts, progress=self.progress)
         rows = [{**r, "judge": j, **oeg_judgment(j, r["valid_answers"], r["dataset"])} for r, j in zip(records, raw)]
+        swapped_rows = [
+            oeg_judgment(j, r["valid_answers"], r["dataset"]) for r, j in zip(swapped, raw[len(records) :])
+        ]
         groups: dict[str, list[dict]] = {}
         for row in rows:
             groups.setdefault(row["dataset"], []).append(row)
@@ -249,6 +273,9 @@ class OEGEvaluator(Evaluator):
         summary["judge_stats"] = judge.stats.as_dict()
         keys = ("agg", "acc", "ps")
         metrics = {k: float(summary[k]) for k in keys}
+        looks_metrics, looks = oeg_looks(self, rows, swapped, swapped_rows, judge)
+        metrics.update(looks_metrics)
+        summary.update(looks)
         if len(groups) > 1:
             metrics.update({f"{g}/{k}": float(s[k]) for g, s in summary["groups"].items() for k in keys})
         columns = self.SAMPLE_COLUMNS[1:]

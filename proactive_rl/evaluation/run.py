@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from proactive_rl.errors import debug, input_errors
 from proactive_rl.evaluation.base import Evaluator
 from proactive_rl.evaluation.policy import generation_model
 
@@ -96,7 +97,13 @@ def _generate_local(
                         writer.close()
                 local[ev.name] = {"status": "ok", "records": records}
             except Exception as err:  # an evaluation never kills training; fail_fast re-raises after the gather
-                logger.exception("evaluator %r failed while generating on rank %d", ev.name, state.process_index)
+                logger.error(  # an input error (a missing episode file) is its one line; anything else its traceback
+                    "evaluator %r failed while generating on rank %d: %s",
+                    ev.name,
+                    state.process_index,
+                    err,
+                    exc_info=not isinstance(err, input_errors()) or debug(),
+                )
                 local[ev.name] = _failure(ev.name, "generate", err, state.process_index)
             local[ev.name]["seconds"] = time.perf_counter() - start
     return local

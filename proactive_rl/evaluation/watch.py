@@ -6,7 +6,8 @@ seconds. Progress is kept in ``<out>/state.json`` (written atomically after ever
 watcher skips what is done. A checkpoint that cannot be loaded (truncated, corrupt) is reported with the reason
 and marked ``corrupt``; it is retried only if its files change. A checkpoint deleted before its turn (checkpoint
 rotation) is reported and marked ``missing``. After each checkpoint the leaderboard is rewritten:
-``leaderboard.md`` (one row per step), ``leaderboard.json`` and ``leaderboard.png`` (each metric vs step).
+``leaderboard.md`` (one row per step, and the blind schedule's row), ``leaderboard.json`` and ``leaderboard.png``
+(each metric vs step, with its blind baseline and its value with swapped frames on the same panel).
 
 Under ``accelerate launch`` every process runs the watcher: the main process decides what to evaluate and
 broadcasts it, every rank loads the checkpoint and evaluates its shard (`evaluate_model`).
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from proactive_rl.evaluation.base import Evaluator
+from proactive_rl.evaluation.looks import blind_key, is_blind
 from proactive_rl.evaluation.run import RESULTS_NAME, evaluate_model
 
 logger = logging.getLogger(__name__)
@@ -234,7 +236,8 @@ class CheckpointWatcher:
         from proactive_eval.predictions import atomic_write_text
 
         rows = self.rows()
-        metrics = list(dict.fromkeys(k for r in rows for k in r.get("metrics", {})))
+        every = list(dict.fromkeys(k for r in rows for k in r.get("metrics", {})))
+        metrics = [k for k in every if not is_blind(k)]  # the blind values get a row of their own
         header = ["step", "status"] + metrics + ["eval s"]
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
         for r in rows:
@@ -242,6 +245,10 @@ class CheckpointWatcher:
             cells += [f"{r['metrics'][m]:.2f}" if m in r.get("metrics", {}) else "–" for m in metrics]
             cells.append(f"{r['wall_time_s']:.1f}" if "wall_time_s" in r else "–")
             lines.append("| " + " | ".join(cells) + " |")
+        blind = next((r["metrics"] for r in reversed(rows) if any(map(is_blind, r.get("metrics", {})))), None)
+        if blind is not None:  # frame-independent: the same at every step (docs/spec.md §14)
+            cells = [f"{blind[blind_key(m)]:.2f}" if blind_key(m) in blind else "–" for m in metrics]
+            lines.append("| blind schedule | – | " + " | ".join(cells) + " | – |")
         notes = [f"- step {r['step']}: {r['status']}: {r.get('error', '')}" for r in rows if r["status"] == "corrupt"]
         notes += [
             f"- step {r['step']}: {i['evaluator']} failed ({i['stage']}): {i['error']}"
@@ -258,7 +265,8 @@ class CheckpointWatcher:
         atomic_write_text(written["markdown"], text)
         atomic_write_text(written["json"], json.dumps(rows, indent=1) + "\n")
         if self.plots and metrics:
-            written["plot"] = plot_leaderboard(rows, metrics, self.out_dir / "leaderboard.png")
+            shown = [m for m in metrics if not m.endswith(("_swap", "_freeze"))]  # drawn on their metric's panel
+            written["plot"] = plot_leaderboard(rows, shown, self.out_dir / "leaderboard.png")
         return written
 
     # --- loop -----------------------------------------------------------------------------------------------
@@ -311,9 +319,17 @@ def plot_leaderboard(rows: list[dict[str, Any]], metrics: list[str], path: Path)
     nrows = (n + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 2.8 * nrows), squeeze=False)
     for ax, metric in zip(axes.flat, metrics):
-        points = [(r["step"], r["metrics"][metric]) for r in rows if metric in r.get("metrics", {})]
-        if points:
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o")
+        # the metric, and on its panel its blind baseline and its value with swapped frames (docs/spec.md §14)
+        for key, style, label in (
+            (metric, "o-", None),
+            (blind_key(metric), "--", "blind"),
+            (f"{metric}_swap", "x:", "swap"),
+        ):
+            points = [(r["step"], r["metrics"][key]) for r in rows if key in r.get("metrics", {})]
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], style, label=label)
+        if len(ax.lines) > 1:
+            ax.legend(fontsize=7)
         ax.set_title(metric, fontsize=9)
         ax.set_xlabel("step")
     for ax in list(axes.flat)[n:]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from proactive_rl.errors import InputError, MissingInput, NotAFolder
+
 TINY_PREFIX = "tiny:"
 TINY_DEFAULTS = ("qwen2_5_vl", "xs")
 # First path parts that name the project's own output folders, never a hub organisation.
@@ -39,12 +41,12 @@ def check_model_path(name: str, field: str = "model_name_or_path") -> None:
         return
     path = Path(name).expanduser()
     if not path.exists():
-        raise FileNotFoundError(
+        raise MissingInput(
             f"{field}: no model folder at {name!r} ({path.resolve()}): it names a local folder that does not exist "
             f"(yet); {MISSING_FOLDER_FIX}"
         )
     if not path.is_dir():
-        raise NotADirectoryError(f"{field}: {name!r} is a file; expected a model folder (save_pretrained output)")
+        raise NotAFolder(f"{field}: {name!r} is a file; expected a model folder (save_pretrained output)")
 
 
 def parse_tiny_spec(name: str) -> tuple[str, str] | None:
@@ -82,7 +84,7 @@ def load_model_spec(
         **model_kwargs: passed to `load_model` for a real checkpoint (``quantization_config``, ``device_map``).
     """
     if not name:
-        raise ValueError("model_name_or_path: required (a hub id, a local directory, or tiny:<arch>:<size>)")
+        raise InputError("model_name_or_path: required (a hub id, a local directory, or tiny:<arch>:<size>)")
     from proactive_rl.models.loading import check_attn_implementation, load_model
     from proactive_rl.models.tiny import build_tiny
 
@@ -93,7 +95,7 @@ def load_model_spec(
             name, dtype=dtype, attn_implementation=attn_implementation, state_tokens=state_tokens, **model_kwargs
         )
     if model_kwargs.get("quantization_config") is not None:
-        raise ValueError(f"{name}: a tiny model is built in full precision and cannot be quantized (load_in_4bit)")
+        raise InputError(f"{name}: a tiny model is built in full precision and cannot be quantized (load_in_4bit)")
     attn = check_attn_implementation(attn_implementation)
     model, processor = build_unpartitioned(build_tiny, *tiny, seed)
     if attn != "sdpa":

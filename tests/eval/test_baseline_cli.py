@@ -66,3 +66,53 @@ def test_proactivebench_environment_files_give_the_blind_policy(tmp_path, capsys
     # names the most common answer of the other three environments (dog): right on the three dogs
     policy = out["mcqa"]["policies"]["ROD"]
     assert policy["suggestions"] == 1 and out["mcqa"]["acc"] == 75.0
+
+
+class PixelPolicy:
+    """Says "bright" or "dark" at the first frame, from its mean pixel (it looks)."""
+
+    def reset(self, episode):
+        pass
+
+    def step(self, observation):
+        if observation.step:
+            return "</Silence>"
+        return "</Response> " + ("bright" if observation.frames[0].mean() > 127 else "dark")
+
+
+def test_run_with_swap_reports_the_blind_row_and_the_vision_gain(tmp_path, monkeypatch):
+    import numpy as np
+
+    from proactive_eval.video import write_video
+
+    records = []
+    for name, value, text in (("a", 220, "bright"), ("b", 30, "dark")):
+        write_video(tmp_path / f"{name}.mp4", [np.full((16, 16, 3), value, np.uint8)] * 4, fps=1.0)
+        records.append(
+            {"id": name, "task": "accident", "video": f"{name}.mp4", "duration": 4.0, "instruction": "Watch.",
+             "targets": [{"time": 0.0, "text": text}]}
+        )  # fmt: skip
+    episodes = tmp_path / "episodes.json"
+    episodes.write_text(json.dumps(records))
+    monkeypatch.setattr(cli, "make_policy", lambda spec: PixelPolicy())
+    argv = [
+        "run",
+        "--episodes",
+        str(episodes),
+        "--policy",
+        "silent",
+        "--out",
+        str(tmp_path / "r"),
+    ]
+    assert cli.main([*argv, "--counterfactual", "swap", "--no-plots", "--no-progress"]) == 0
+    results = json.loads((tmp_path / "r" / "results.json").read_text())["prs"]
+    assert results["overall"]["prs_b"] == 100.0
+    swap = results["counterfactual"]["swap"]
+    assert swap["overall"]["prs_b"] == 0.0 and swap["vision_gain"]["overall"]["prs_b"] == 100.0  # it looks
+    assert results["blind"]["fit"] == {"accident": "leave_one_out"}
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "↳ blind schedule" in report and "frames swapped (swap)" in report
+    # Does the model look? PRS-U, its blind value (leave-one-out: each episode gets the other's text, wrong), with
+    # swapped frames, vision gain; then the same for PRS-B
+    assert "| accident | 100.00 | 0.00 | 0.00 | 100.00 | 100.00 | 0.00 | 0.00 | 100.00 |" in report
+    assert (tmp_path / "r" / "predictions_swap.jsonl").is_file()

@@ -182,7 +182,7 @@ def test_a_failing_evaluator_is_recorded_and_the_others_still_run(tiny, monkeypa
     assert not results["complete"]
     [failure] = results["incomplete"]
     assert failure["evaluator"] == "heldout" and failure["stage"] == "generate"
-    assert "FileNotFoundError" in failure["error"] and "missing.json" in failure["error"]
+    assert "MissingInput" in failure["error"] and "missing.json" in failure["error"]
     assert "Traceback" in results["evaluators"]["heldout"]["traceback"]
     assert {k for k in results["metrics"]} == {"mcqa/acc", "mcqa/ps", "mcqa/blind_acc", "mcqa/blind_ps"}
     assert results["metrics"]["mcqa/acc"] == 100.0

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from proactive_rl.errors import InputError, MissingInput
 from proactive_rl.trainers import TRAINERS, recipe_trainer
 
 RECIPES = sorted(Path(__file__).resolve().parents[2].glob("recipes/**/*.yaml"))
@@ -25,10 +26,10 @@ def test_trainer_defaults_to_sft_and_unknown_names_are_listed(tmp_path):
     assert recipe_trainer([]) == "sft"
     bad = tmp_path / "bad.yaml"
     bad.write_text("trainer: ppo\n")
-    with pytest.raises(SystemExit, match=r"bad.yaml: field 'trainer': unknown 'ppo'; expected one of sft"):
+    with pytest.raises(InputError, match=r"bad.yaml: field 'trainer': unknown 'ppo'; expected one of sft"):
         recipe_trainer(["--config", str(bad)])
 
 
 def test_missing_recipe_file_is_named(tmp_path):
-    with pytest.raises(SystemExit, match="cannot read recipe"):
+    with pytest.raises(MissingInput, match="nope.yaml: no such file here and no shipped recipe of that name"):
         recipe_trainer(["--config", str(tmp_path / "nope.yaml")])

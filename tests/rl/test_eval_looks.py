@@ -176,3 +176,30 @@ def test_the_baseline_command_prints_the_evaluators_blind_row(tiny, monkeypatch,
         assert metrics[f"prs/blind_{key}"] == printed["overall"][key]
         for task in ("accident", "atomic"):
             assert metrics[f"prs/{task}/blind_{key}"] == printed["groups"][task][key]
+
+
+def test_leaderboard_has_a_blind_row_and_the_vision_gain(tmp_path):
+    from proactive_rl.evaluation.watch import CheckpointWatcher
+
+    watcher = CheckpointWatcher(tmp_path / "run", tmp_path / "watch", [], load=None, plots=True)
+    for step, prs_b in ((2, 40.0), (4, 60.0)):
+        metrics = {"prs/prs_b": prs_b, "prs/blind_prs_b": 90.0, "prs/prs_b_swap": 40.0}
+        metrics |= {"prs/vision_gain_prs_b": prs_b - 40.0, "prs/atomic/prs_b": prs_b, "prs/atomic/blind_prs_b": 85.0}
+        watcher.state["checkpoints"][f"checkpoint-{step}"] = {"step": step, "status": "ok", "metrics": metrics}
+    written = watcher.write_leaderboard()
+    lines = written["markdown"].read_text().splitlines()
+    header = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert "prs/blind_prs_b" not in header and "prs/vision_gain_prs_b" in header
+    blind = [c.strip() for c in lines[-1].strip("|").split("|")]
+    assert blind[0] == "blind schedule"
+    assert blind[header.index("prs/prs_b")] == "90.00" and blind[header.index("prs/atomic/prs_b")] == "85.00"
+    assert blind[header.index("prs/vision_gain_prs_b")] == "–"
+    step4 = [c.strip() for c in lines[5].strip("|").split("|")]
+    assert step4[header.index("prs/vision_gain_prs_b")] == "20.00"
+    assert written["plot"].stat().st_size > 0
+
+
+def test_bad_baseline_environments_name_the_field():
+    raw = {"type": "mcqa", "environments": [{"kind": "occlusion", "n": 2}], "baseline_environments": [{"n": 2}]}
+    with pytest.raises(ValueError, match=r"evaluators\[0\].baseline_environments\[0\]"):
+        EvalCallbackConfig.from_dict({"evaluators": [raw]})

@@ -101,3 +101,71 @@ def test_pip_line_into_an_environment_with_its_own_torch(tmp_path):
     assert after == before  # same version, same files: pip left the environment's torch alone
     check = "import proactive_rl.sft.main, proactive_rl.grpo.streaming.main, proactive_eval, proactive_rewards"
     subprocess.run([str(py), "-c", check], check=True, env=env, cwd=tmp_path)
+
+
+def _wheels(tmp_path: Path) -> list[Path]:
+    """``pip wheel --no-deps`` of the three packages, built from a copy (pip builds in place; the checkout stays clean)."""
+    import shutil
+
+    src = tmp_path / "src"
+    ignore = shutil.ignore_patterns(
+        ".git", ".venv", ".cache", ".whl", "outputs", "demo_out*", "build", "*.egg-info", "__pycache__", "tests"
+    )
+    shutil.copytree(ROOT, src, ignore=ignore, symlinks=True)
+    out = tmp_path / "wheels"
+    for folder in (src / "rewards", src / "eval", src):
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(folder),
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    wheels = sorted(out.glob("*.whl"))
+    assert [w.name.split("-")[0] for w in wheels] == ["proactive_eval", "proactive_rewards", "proactive_rl"], wheels
+    return wheels
+
+
+@pytest.mark.slow
+def test_the_wheels_work_outside_the_checkout(tmp_path):
+    """The three wheels installed into a folder that is not the checkout, run from an empty folder: the recipes ship
+    with the package (ls, cp, ``train --config tiny/sft.yaml``) and the demo runs. The shared environment's installed
+    dependencies are reused; only the three wheels are new, and the test checks it is their copy that runs."""
+    import zipfile
+
+    wheels = _wheels(tmp_path)
+    names = zipfile.ZipFile(next(w for w in wheels if w.name.startswith("proactive_rl-"))).namelist()
+    assert "proactive_rl/recipes/tiny/sft.yaml" in names and "proactive_rl/launch/single_gpu.yaml" in names
+    target = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target)]
+    subprocess.run([*pip, *map(str, wheels)], check=True, capture_output=True, timeout=600)
+    work = tmp_path / "empty"
+    work.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(target), "OMP_NUM_THREADS": "1", "PROACTIVE_RL_DEBUG": "1"}
+    where = "import proactive_rl, proactive_eval, proactive_rewards as r; print(proactive_rl.__file__, proactive_eval.__file__, r.__file__)"
+    files = subprocess.run([sys.executable, "-c", where], cwd=work, env=env, capture_output=True, text=True).stdout
+    assert files.split() and all(f.startswith(str(target)) for f in files.split()), files
+    script = target / "bin" / "proactive-rl"
+
+    def run(*args: str, timeout: int = 1800) -> str:
+        proc = subprocess.run([str(script), *args], cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+        assert proc.returncode == 0, f"proactive-rl {' '.join(args)}: rc {proc.returncode}\n{proc.stderr[-4000:]}"
+        return proc.stdout
+
+    listing = run("recipes")
+    assert "tiny/sft.yaml" in listing and "launch/zero3.yaml" in listing
+    assert "accelerate launch --config_file launch/single_gpu.yaml" in listing  # the first line of tiny/sft.yaml
+    run("recipes", "cp", "tiny/sft.yaml", "x.yaml")
+    assert (work / "x.yaml").read_text() == (ROOT / "recipes" / "tiny" / "sft.yaml").read_text()
+    run("train", "--config", "tiny/sft.yaml", "--max_steps", "2", "--output_dir", "outputs/sft-from-wheel")
+    assert (work / "outputs" / "sft-from-wheel" / "config.json").is_file()
+    run("demo", "--quick", "--out", "demo_out")
+    assert (work / "demo_out" / "report").is_dir(), sorted(p.name for p in (work / "demo_out").iterdir())
+    assert not (work / "recipes").exists()  # nothing was looked up beside the working directory

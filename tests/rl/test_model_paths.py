@@ -56,7 +56,7 @@ def test_recipe_before_its_model_exists_fails_first(recipe, no_network, tmp_path
 
     monkeypatch.chdir(tmp_path)
     argv = ["--config", str(ROOT / recipe), "--model_name_or_path", "outputs/tiny-sft", "--report_to", "none"]
-    with pytest.raises(SystemExit, match="run recipes/tiny/sft.yaml first") as err:
+    with pytest.raises(FileNotFoundError, match="run recipes/tiny/sft.yaml first") as err:
         run_train(argv)
     assert "model_name_or_path" in str(err.value) and "'outputs/tiny-sft'" in str(err.value)
     module = trainer_module(recipe_trainer(argv))
@@ -72,13 +72,11 @@ def test_cli_fails_without_importing_the_training_stack(tmp_path):
     code = (
         "import sys\n"
         "from proactive_rl.cli import main\n"
-        "try:\n"
-        f"    main(['train', '--config', {str(ROOT / 'recipes/tiny/grpo_streaming.yaml')!r}])\n"
-        "except SystemExit as e:\n"
-        "    print(e)\n"
+        f"print(main(['train', '--config', {str(ROOT / 'recipes/tiny/grpo_streaming.yaml')!r}]))\n"
         "print('torch' in sys.modules, 'transformers' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert "model_name_or_path: no model folder at 'outputs/tiny-sft'" in out.stdout, out.stderr[-2000:]
-    assert MISSING_FOLDER_FIX in out.stdout
+    assert "model_name_or_path: no model folder at 'outputs/tiny-sft'" in out.stderr, out.stderr[-2000:]
+    assert MISSING_FOLDER_FIX in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert out.stdout.strip().splitlines()[0] == "2"
     assert out.stdout.strip().splitlines()[-1] == "False False"

@@ -127,11 +127,20 @@ def test_scores_equal_the_hand_computation(tiny, tmp_path, monkeypatch):
         assert results["complete"], results["incomplete"]
         requests = server.requests
         again = evaluate_model(*tiny, build_evaluators(config.evaluators), out_dir=tmp_path / "b")
-        assert server.requests == requests == 4  # the re-run is answered from the disk cache
+        # the model's 4 answers, then the blind answer's candidates (docs/spec.md §14): the most common valid answers
+        # of each dataset (3, 2 and 4 texts) judged for its records (2, 1 and 1); the re-run is answered from the cache
+        assert server.requests == requests == 4 + (3 * 2 + 2 * 1 + 4 * 1)
     expected = {"agg": 75.0, "acc": 25.0, "ps": 50.0}
     expected |= {"QD/agg": 100.0, "QD/acc": 50.0, "QD/ps": 50.0, "ROD/agg": 0.0, "ROD/acc": 0.0, "ROD/ps": 0.0}
     expected |= {"VSOD/agg": 100.0, "VSOD/acc": 0.0, "VSOD/ps": 100.0}
-    assert results["metrics"] == {f"oeg/{k}": v for k, v in expected.items()} == again["metrics"]
+    own = {k: v for k, v in results["metrics"].items() if "blind_" not in k}
+    assert own == {f"oeg/{k}": v for k, v in expected.items()} and results["metrics"] == again["metrics"]
+    # the scripted judge rates by question only: any fixed answer is judged as the model's was
+    assert {k: results["metrics"][f"oeg/blind_{k}"] for k in ("agg", "acc", "ps")} == {
+        "agg": 75.0,
+        "acc": 25.0,
+        "ps": 50.0,
+    }
 
     out = tmp_path / "a" / "oeg"
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
@@ -223,3 +232,31 @@ def test_mcqa_on_jsonl_sees_the_images_too(tiny, tmp_path):
     results = evaluate_model(*tiny, build_evaluators(config.evaluators))
     assert results["complete"], results["incomplete"]
     assert results["evaluators"]["mcqa"]["num_items"] == 2
+
+
+def test_swap_shows_another_records_first_image_with_the_same_question(tiny, tmp_path, monkeypatch):
+    import proactive_rl.evaluation.policy as policy
+
+    seen = []
+    real = policy.image_answer_fn
+
+    def spy(*args, **kwargs):
+        answer = real(*args, **kwargs)
+        return lambda image, text: seen.append((int(np.asarray(image).mean()), text)) or answer(image, text)
+
+    monkeypatch.setattr(policy, "image_answer_fn", spy)
+    specs = _records(tmp_path / "data")
+    with FakeOpenAI(answer=_judge_answer) as server:
+        judge = {"type": "openai", "base_url": server.base_url, "model": "qwen3-8b", "max_retries": 0}
+        raw = {"type": "oeg", "environments": specs, "max_new_tokens": 2, "judge": judge, "protocol": "unfiltered"}
+        raw["counterfactual"] = ["swap"]
+        config = EvalCallbackConfig.from_dict({"evaluators": [raw]})
+        results = evaluate_model(*tiny, build_evaluators(config.evaluators))
+    # QD's two records swap first images (grey 10 <-> 30), questions unchanged; ROD and VSOD have no partner
+    assert seen[:4] == [(10, "What is drawn (1)?"), (30, "What is drawn (1)?"), (30, "What is drawn (2)?")] + [
+        (10, "What is drawn (2)?")
+    ]
+    assert len(seen) == 6
+    m = results["metrics"]
+    assert m["oeg/agg_swap"] == 100.0  # the scripted judge rates by question: QD is judged as the model's answers
+    assert m["oeg/vision_gain_agg"] == 0.0
