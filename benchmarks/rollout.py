@@ -80,7 +80,7 @@ def proactive(model, processor):
     """A copy of `model` with a proactive head (silent at most frames; see `proactive_stand_in`)."""
     import copy
 
-    from proactive_rl.streaming.stand_in import proactive_stand_in
+    from stand_in import proactive_stand_in
 
     return proactive_stand_in(copy.deepcopy(model), processor)
 

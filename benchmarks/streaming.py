@@ -3,7 +3,7 @@
 For T frames, a tiny Qwen-VL model watches a recorded stream through `HFStreamingPolicy` under
 `proactive_eval.streaming.run_episode` (one user turn with one frame per step, one greedy assistant turn of at most
 `--new-tokens` tokens after each). A random model never says ``</Silence>``; the model here has a proactive head
-(`proactive_rl.streaming.stand_in.proactive_stand_in`, fit to this stream's all-silent dialogue, with ``--respond``
+(`benchmarks/stand_in.py: proactive_stand_in`, fit to this stream's all-silent dialogue, with ``--respond``
 of its turn starts moved to ``</Response>``): silent at most frames, as a trained proactive model is, and
 responding at some (a response runs to the token cap). Costs:
 
@@ -35,6 +35,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import record  # noqa: E402
+from stand_in import proactive_stand_in  # noqa: E402
 
 from proactive_eval.episodes import Episode  # noqa: E402
 from proactive_eval.streaming import run_episode  # noqa: E402
@@ -42,7 +43,6 @@ from proactive_rl.chat import build_messages, encode_dialogue, generation_prompt
 from proactive_rl.models import build_tiny  # noqa: E402
 from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, StreamingSession  # noqa: E402
 from proactive_rl.streaming.rope import mm_token_types  # noqa: E402
-from proactive_rl.streaming.stand_in import proactive_stand_in  # noqa: E402
 
 INSTRUCTION = "Count the red circles. Answer with the count."
 GOAL_FULL, GOAL_NAIVE = 1.2, 100.0

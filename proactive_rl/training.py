@@ -221,7 +221,7 @@ def model_card(trainer, output_dir: str, reports: dict[str, Any] | None = None, 
 
     from proactive_rl.chat.messages import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT
 
-    base = getattr(model_args, "model_name_or_path", None) or getattr(trainer.model.config, "_name_or_path", "")
+    base = getattr(model_args, "model_name_or_path", None) or getattr(trainer.model.config, "name_or_path", "")
     argv = sys.argv[1:]
     recipe = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)

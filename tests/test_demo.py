@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proactive_rl import demo
-from proactive_rl.demo import report, stages
+from proactive_rl.demo import pipeline, report, stages
 from proactive_rl.demo.settings import DemoSettings, quick
 
 FAKE = {"prs_u": 10.0, "prs_b": 12.0, "pauc": 30.0, "acc": 40.0, "ps": 0.5, "accident/prs_b": 20.0}
@@ -28,7 +28,7 @@ def fake_pipeline(tmp_path, monkeypatch):
     episode = Episode(
         id="ep0", task="accident", duration=6.0, instruction="Say Warning.", targets=[Target(3.0, "Warning")]
     )
-    monkeypatch.setattr(demo, "_timeline_episodes", lambda d, s: [episode])
+    monkeypatch.setattr(pipeline, "_timeline_episodes", lambda d, s: [episode])
 
     def train(stage, overrides, out):
         calls.append((stage, overrides["model_name_or_path"]))
@@ -41,7 +41,7 @@ def fake_pipeline(tmp_path, monkeypatch):
 
     monkeypatch.setattr(stages, "train_stage", train)
     monkeypatch.setattr("proactive_rl.demo.evaluation.evaluate_stage", evaluate)
-    monkeypatch.setattr(demo, "_overrides", lambda key, s, d, m: {"model_name_or_path": str(m)})
+    monkeypatch.setattr(pipeline, "_overrides", lambda key, s, d, m: {"model_name_or_path": str(m)})
     return tmp_path / "out", calls
 
 

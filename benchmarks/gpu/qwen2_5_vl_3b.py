@@ -252,9 +252,10 @@ def bench_stream(model, processor, chunks, device, turn_tokens: int, respond: fl
     ratio on the recorded stream (frame by frame, K = 1, K = 16 with one vision call per block), for the model with
     a proactive head (`proactive_stand_in`, fit to the stream's all-silent dialogue, ``respond`` of its turn starts
     answered)."""
+    from stand_in import proactive_stand_in  # benchmarks/stand_in.py (main puts benchmarks/ on sys.path)
+
     from proactive_rl.streaming import SamplingParams, StreamingSession
     from proactive_rl.streaming.speculation import Lookahead, silent_draft
-    from proactive_rl.streaming.stand_in import proactive_stand_in
 
     model.eval()
     draft = silent_draft(processor)
@@ -362,6 +363,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     # 1. everything that needs no GPU
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # stand_in.py
     processor = prepare_processor(args.model, args.frame_side)
     config = None if args.model else config_3b(processor, tiny=args.dry_run)
     batch = prepare_batch(processor, args.batch, args.seconds)

@@ -244,7 +244,8 @@ def write_report(
     return written
 
 
-def _pyplot():
+def pyplot():
+    """``matplotlib.pyplot`` on the non-interactive Agg backend (matplotlib is the optional ``plots`` extra)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -253,7 +254,8 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
+    """Write `fig` to the PNG `path` atomically (a temporary file, then renamed) and close it; returns `path`."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
     os.close(fd)
@@ -287,7 +289,7 @@ def _step_xy(span, points, omega: float) -> tuple[list[float], list[float]]:
 
 def plot_pauc_curves(pauc: PAUCResult, path: str | Path, max_panels: int = 12) -> Path:
     """Judged-score step curves of up to `max_panels` turns, answered turns first (ProactiveVideoQA Fig. 3)."""
-    plt = _pyplot()
+    plt = pyplot()
     turns = sorted(pauc.turns, key=lambda t: not t.kept)[:max_panels]
     cols = min(3, len(turns))
     rows = (len(turns) + cols - 1) // cols
@@ -328,7 +330,7 @@ def plot_pauc_curves(pauc: PAUCResult, path: str | Path, max_panels: int = 12) -
     handles, labels = ax0.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.suptitle("PAUC: judged score of the cumulative answer over each reply span", fontsize=11)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_timelines(
@@ -337,7 +339,7 @@ def plot_timelines(
     """One row per episode (up to `max_panels`): responses (dots, labelled) against targets and windows."""
     from proactive_rewards import as_response
 
-    plt = _pyplot()
+    plt = pyplot()
     shown = list(episodes)[:max_panels]
     fig, axes = plt.subplots(len(shown), 1, figsize=(11, 1.5 * len(shown) + 0.8), squeeze=False, layout="constrained")
     for ax, episode in zip(axes[:, 0], shown):
@@ -356,12 +358,12 @@ def plot_timelines(
         ax.set_ylabel(_short(episode.id, 16), rotation=0, ha="right", va="center", fontsize=8)
     axes[-1, 0].set_xlabel("time (s) — green: targets (bands: windows); blue: responses")
     fig.suptitle("Responses against targets", fontsize=11)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_responses_histogram(counts: dict[str, list[int]], path: str | Path) -> Path:
     """Histogram of responses per target, one bar series per source (e.g. PRS-B matching, PAUC span)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
     top = max(max(c) for c in counts.values() if c) if any(counts.values()) else 0
     width = 0.8 / max(1, len(counts))
@@ -376,7 +378,7 @@ def plot_responses_histogram(counts: dict[str, list[int]], path: str | Path) -> 
     ax.set_ylabel("targets")
     ax.legend(fontsize=8)
     ax.set_title("0 = missed target; > 1 = redundant responses", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _responses_per_target(pauc: PAUCResult | None, prs: PRSReport | None) -> dict[str, list[int]]:

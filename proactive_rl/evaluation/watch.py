@@ -311,9 +311,9 @@ class CheckpointWatcher:
 
 def plot_leaderboard(rows: list[dict[str, Any]], metrics: list[str], path: Path) -> Path:
     """One panel per metric: its value against the training step (atomically written PNG)."""
-    from proactive_eval.report import _pyplot, _save
+    from proactive_eval.report import pyplot, save_figure
 
-    plt = _pyplot()
+    plt = pyplot()
     n = len(metrics)
     cols = min(3, n)
     nrows = (n + cols - 1) // cols
@@ -335,4 +335,4 @@ def plot_leaderboard(rows: list[dict[str, Any]], metrics: list[str], path: Path)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -30,6 +30,10 @@ QWEN_SPECIAL_TOKENS = (
     "<|video_pad|>",
 )
 STATE_TOKENS = (SILENCE_TOKEN, RESPONSE_TOKEN)
+PRIVATE_TOUCHES = {
+    "_tokenizer": "transformers 5.24.0: a fast tokenizer's tokenizers.Tokenizer backend, read and replaced",
+    "_added_tokens_decoder": "transformers 5.24.0: a slow tokenizer's {id: AddedToken}, its tokens' special flag set",
+}
 
 
 def plain_state_tokens(tokenizer) -> bool:

@@ -1,8 +1,8 @@
 """`ProactiveSFTTrainer`: TRL's `SFTTrainer` with the docs/spec.md §3 focal + frequency-balanced loss.
 
-Pinned versions: **trl 1.16.0, transformers 5.24.0**. This module is the only place that leans on
-Trainer internals, and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails loudly if they
-change:
+Pinned versions: **trl 1.16.0, transformers 5.24.0**. This module is the only place SFT leans on Trainer
+internals (each private one declared in ``PRIVATE_TOUCHES``; ``tests/test_private_touches.py`` fails on any other),
+and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails loudly if they change:
 
 - ``Trainer.get_batch_samples(epoch_iterator, num_batches, device) -> (batches, num_items_in_batch)`` is called
   once per optimizer step by ``_inner_training_loop`` with all the micro-batches of the step. We override it to
@@ -15,8 +15,7 @@ change:
   (``visual.*``, ``model.layers.*``), so a resume would silently keep the *initial* weights. We load the checkpoint
   through ``from_pretrained`` (which maps the keys) and copy the weights in. PEFT, FSDP and DeepSpeed checkpoints
   take their own paths and are left to the Trainer.
-- ``transformers.integrations.deepspeed._hf_deepspeed_config_weak_ref`` is read (and the public
-  ``unset_/set_hf_deepspeed_config`` used) by :func:`build_unpartitioned` to build a tiny model outside ZeRO-3 init.
+- ``PreTrainedModel._tied_weights_keys``: the keys a checkpoint may lack because they are tied (the resume above).
 - DDP and DeepSpeed average gradients over ranks, so the returned loss is multiplied by the world size (as
   ``Trainer.compute_loss`` does with ``average_tokens_across_devices``).
 """
@@ -31,6 +30,11 @@ from trl import SFTTrainer
 from proactive_rl.sft.loss import focal_state_loss, state_token_counts, summarize_stats
 
 STATE_CLASS_NAMES = ("silence", "response")
+PRIVATE_TOUCHES = {
+    "_load_from_checkpoint": "transformers 5.24.0: Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)"
+    " overridden for plain checkpoints",
+    "_tied_weights_keys": "transformers 5.24.0: PreTrainedModel._tied_weights_keys, keys a checkpoint may omit",
+}
 
 
 class ProactiveSFTTrainer(SFTTrainer):

@@ -23,7 +23,8 @@ SCRIPT = r"""
 import dataclasses, json, os, sys
 import torch
 from proactive_rewards.types import Target
-from proactive_rl.grpo.streaming import main as streaming
+from proactive_rl.grpo.streaming import trainer as streaming
+from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
 from proactive_rl.grpo.streaming.windows import build_windows
 from proactive_rl.models import build_tiny
 from proactive_rl.synthetic import generate_episodes
@@ -45,7 +46,7 @@ def recording_rollout(*args, **kwargs):
 streaming.rollout_window = recording_rollout
 
 model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
-args = streaming.StreamingGRPOConfig(
+args = StreamingGRPOConfig(
     output_dir=out_dir, per_device_train_batch_size=2, num_generations=2, max_steps=2, max_turn_tokens=3,
     learning_rate=1e-3, logging_steps=1, report_to="none", save_strategy="no", bf16=False, seed=0,
     ddp_backend="gloo",  # DeepSpeed on CPU (DS_ACCELERATOR=cpu): accelerate needs the backend named

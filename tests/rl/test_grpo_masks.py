@@ -18,7 +18,8 @@ from proactive_rl.grpo.streaming.windows import build_windows
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig, StreamingGRPOTrainer
+    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
+    from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
     from proactive_rl.models import build_tiny
     from proactive_rl.synthetic import generate_episodes
 

@@ -9,6 +9,7 @@ plain full forward pass of the model.
 from __future__ import annotations
 
 import inspect
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from proactive_rl.grpo.streaming.windows import build_windows, composition
 from proactive_rl.streaming import SamplingParams
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # stand_in.py
 TOL = 1e-4  # docs/spec.md §8, fp32 CPU
 
 
@@ -178,7 +180,8 @@ def test_trl_overrides_still_exist_in_the_installed_trl():
 
 
 def make_trainer(model, processor, windows, tmp_path, **overrides):
-    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig, StreamingGRPOTrainer
+    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
+    from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
 
     kwargs = dict(
         output_dir=str(tmp_path),
@@ -208,8 +211,9 @@ def generation_batch(trainer, windows):
 @pytest.fixture(scope="module")
 def proactive():
     """A tiny model with a proactive head: its rollouts keep most silent drafts (the untrained one rejects them)."""
+    from stand_in import proactive_stand_in  # benchmarks/stand_in.py
+
     from proactive_rl.models import build_tiny
-    from proactive_rl.streaming.stand_in import proactive_stand_in
 
     model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
     return proactive_stand_in(model, processor, respond=0.3), processor
@@ -275,7 +279,7 @@ def test_one_training_step_runs_and_logs(tiny, windows, tmp_path):
 
 
 def test_config_rejects_vllm_and_ungathered_zero3(tmp_path):
-    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig
+    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
 
     with pytest.raises(ValueError, match="use_vllm"):
         StreamingGRPOConfig(output_dir=str(tmp_path), use_vllm=True, use_cpu=True, report_to="none")
@@ -320,7 +324,8 @@ def test_recipes_parse_and_document_every_field(recipe):
 def test_expected_windows_mismatch_fails_before_the_model_loads(tmp_path):
     from trl import ModelConfig
 
-    from proactive_rl.grpo.streaming.main import StreamingGRPOConfig, StreamingGRPOScriptArguments, build_trainer
+    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig, StreamingGRPOScriptArguments
+    from proactive_rl.grpo.streaming.main import build_trainer
 
     source = {"source": "synthetic", "task": "accident", "num_episodes": 2, "seed": 0, "knobs": {"duration": [10, 12]}}
     script = StreamingGRPOScriptArguments(dataset_mixture=[source], expected_windows={"accident": 300})

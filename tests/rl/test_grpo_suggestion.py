@@ -125,7 +125,8 @@ def test_proactivebench_jsonl_becomes_rows_with_lazy_image_paths(tmp_path):
 
 @pytest.mark.parametrize("r_p", [0.5, 0.75, 1.0])
 def test_reward_on_rows_matches_the_paper_rule(r_p):
-    from proactive_rl.grpo.suggestion.main import SuggestionScriptArguments, build_rewards
+    from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
+    from proactive_rl.grpo.suggestion.main import build_rewards
 
     args = SuggestionScriptArguments(environments=[{"source": "synthetic", "kind": "sketch", "num_envs": 1}], r_p=r_p)
     (reward,) = build_rewards(args, num_generations=4)
@@ -196,7 +197,7 @@ def test_recipes_parse_and_document_every_field(recipe):
 
 
 def test_bad_configuration_fails_at_start_up_naming_the_field():
-    from proactive_rl.grpo.suggestion.main import SuggestionScriptArguments
+    from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 
     with pytest.raises(ValueError, match="environments: required"):
         SuggestionScriptArguments()
@@ -220,7 +221,7 @@ def test_bad_configuration_fails_at_start_up_naming_the_field():
 def test_vllm_gate_is_honest(monkeypatch):
     from trl import GRPOConfig
 
-    from proactive_rl.grpo.suggestion import main as suggestion
+    from proactive_rl.grpo.suggestion import backend as suggestion
 
     args = GRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to=[])
     monkeypatch.setattr(suggestion, "vllm_status", lambda: (False, "no CUDA GPU is visible"))
@@ -241,7 +242,7 @@ def test_real_vllm_status_matches_this_machine():
 
     import torch
 
-    from proactive_rl.grpo.suggestion.main import vllm_status
+    from proactive_rl.grpo.suggestion.backend import vllm_status
 
     expected = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
     assert vllm_status()[0] is expected
@@ -316,7 +317,7 @@ KNOBS = {"negatives": "easy", "colours": ["red", "green", "blue", "yellow"], "la
 
 def test_synthetic_source_passes_its_knobs_and_checks_them_at_start_up():
     from proactive_rl.data.mcqa import EnvironmentSpec
-    from proactive_rl.grpo.suggestion.main import SuggestionScriptArguments
+    from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 
     src = EnvironmentSpec.from_dict({"source": "synthetic", "kind": "corruption", "num_envs": 2, **KNOBS}, "e[0]")
     for env in src.build():
@@ -381,7 +382,7 @@ def test_warm_start_trains_in_place_and_lowers_the_loss():
 
 
 def test_bad_warm_start_states_fail_naming_the_field():
-    from proactive_rl.grpo.suggestion.main import SuggestionScriptArguments
+    from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 
     env = {"source": "synthetic", "kind": "corruption", "num_envs": 1}
     with pytest.raises(ValueError, match="warm_start_states: expected one of reference, all, got 'some'"):

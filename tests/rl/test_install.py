@@ -22,7 +22,12 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # The documented line, as docs/training.md gives it (checked below so the two cannot drift).
 PIP_LINE = 'pip install ./rewards "./eval[judge,plots,video]" ".[train]"'
 # Where TRL internals are overridden: revisit these when the trl bound is raised.
-TRL_OVERRIDE_MODULES = ("proactive_rl/grpo/streaming/trl_overrides.py", "proactive_rl/sft/trainer.py")
+TRL_OVERRIDE_MODULES = (
+    "proactive_rl/grpo/streaming/trl_overrides.py",
+    "proactive_rl/grpo/streaming/trainer.py",
+    "proactive_rl/grpo/suggestion/trainer.py",
+    "proactive_rl/sft/trainer.py",
+)
 
 
 def _requirement(name: str, extra: str = "train") -> str:

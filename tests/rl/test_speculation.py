@@ -9,6 +9,9 @@ at some, so drafts are both kept and rejected.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -18,8 +21,10 @@ from proactive_rl.models import build_tiny
 from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, StreamingSession, choose_tokens
 from proactive_rl.streaming.rope import mm_token_types
 from proactive_rl.streaming.speculation import Lookahead, silent_draft
-from proactive_rl.streaming.stand_in import proactive_stand_in
 from proactive_rl.synthetic import generate_episodes, render_frames
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from stand_in import proactive_stand_in  # noqa: E402  (benchmarks/stand_in.py)
 
 ARCHS = ("qwen2_5_vl", "qwen3_vl")
 TOL = 1e-5

@@ -14,7 +14,8 @@ turn before every policy turn), which TRL's single-turn multimodal path does not
 - ``_calculate_rewards``: TRL decodes completions with ``skip_special_tokens=True``, which deletes the state tokens
   the rewards read; hand the rewards the policy's turns (one string per window step, state tokens kept) instead.
 
-`OVERRIDES` lists them with the parameters each relies on; ``tests/rl/test_grpo_streaming.py`` fails loudly if a
+`OVERRIDES` lists them with the parameters each relies on (``PRIVATE_TOUCHES`` declares them for
+``tests/test_private_touches.py``); ``tests/rl/test_grpo_streaming.py`` fails loudly if a
 TRL upgrade removes or re-signs one of them.
 """
 
@@ -40,6 +41,9 @@ OVERRIDES = {
         "mm_token_type_ids",
     ),
     "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),
+}
+PRIVATE_TOUCHES = {
+    name: f"trl {TRL_VERSION}: GRPOTrainer.{name} overridden, see the module docstring" for name in OVERRIDES
 }
 
 

@@ -1,6 +1,10 @@
 """Single-turn proactive-suggestion GRPO (docs/spec.md §6, §7; ProactiveBench §5) on TRL's `GRPOTrainer`.
 
-- `main`: `SuggestionScriptArguments` (its `environments`: `proactive_rl.data.mcqa.EnvironmentSpec`), the trainer and its entry point
-  (``python -m proactive_rl.grpo.suggestion --config RECIPE``).
+- `config`: `SuggestionScriptArguments` (its `environments`: `proactive_rl.data.mcqa.EnvironmentSpec`).
+- `trainer`: `ReplayGRPOTrainer` (``trl.GRPOTrainer`` plus the optional streaming replay term).
+- `backend`: the generation backend (TRL's vLLM path or transformers, never claimed when absent).
+- `evaluation`: the held-out environments played by the MCQA evaluator before and after training.
 - `warm_start`: the optional supervised warm start on environment states before GRPO.
+- `replay`: the streaming dialogues distilled at every step (``replay_mixture``).
+- `main`: the entry point (``python -m proactive_rl.grpo.suggestion --config RECIPE``).
 """

@@ -8,6 +8,9 @@ output head from the input embedding and fits only the rows of the tokens that a
 tokens, the responses' words, ``<|im_end|>``) by softmax regression on the model's own final hidden states over
 example dialogues (each position predicts the dialogue's next assistant token). The rest of the model, and every
 other row of the head, is unchanged, so the logits are still a function of every frame and token in context.
+
+A helper of the benchmarks and the tests (not of the library): ``from stand_in import proactive_stand_in`` with
+``benchmarks/`` on ``sys.path``.
 """
 
 from __future__ import annotations

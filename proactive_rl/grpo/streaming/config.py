@@ -1,0 +1,126 @@
+"""Arguments of streaming GRPO (docs/spec.md §8), parsed by ``trl.TrlParser`` from a YAML recipe plus CLI overrides.
+
+`StreamingGRPOConfig` (a ``trl.GRPOConfig`` with the rollout and reward knobs), `StreamingGRPOScriptArguments`
+(episodes cut into rollout windows) and ``trl.ModelConfig``; each is validated in ``__post_init__`` so that a bad
+recipe fails before a model is loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import GRPOConfig
+
+from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
+from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
+from proactive_rl.grpo.streaming.windows import RolloutWindow, build_windows
+from proactive_rl.training import eval_callback_config
+
+
+@dataclass
+class StreamingGRPOConfig(GRPOConfig):
+    """``trl.GRPOConfig`` plus the streaming rollout and the task rewards.
+
+    ``temperature``, ``top_p`` and ``top_k`` apply to every decoded turn; ``num_generations`` is G.
+
+    Args:
+        max_turn_tokens (`int`, *optional*, defaults to `16`): per-turn cap on decoded tokens; a turn that reaches
+            it is closed with its end-of-turn token (counted in ``rollout/truncated_turns``).
+        reward_alpha (`float`, *optional*, defaults to `0.05`): temporal decay α of every task reward (docs/spec.md §4, §7).
+        reward_lambda (`float`, *optional*, defaults to `0.2`): penalty λ per extra/invalid output of the tasks whose
+            `TaskSpec.penalized` is set (accident, compositional; docs/spec.md §7).
+        reward_on_error (`str`, *optional*, defaults to `"raise"`): a reward that raises or returns the wrong number
+            of values stops the run naming it (``"raise"``) or skips its group with a logged error rate (``"skip"``).
+        system_prompt (`str`, *optional*): the system turn; defaults to `proactive_rl.chat.DEFAULT_SYSTEM_PROMPT`.
+        frame_cache_size (`int`, *optional*, defaults to `64`): episodes whose decoded frames are kept in memory.
+    """
+
+    max_turn_tokens: int = field(default=16, metadata={"help": "Per-turn cap on decoded tokens."})
+    reward_alpha: float = field(
+        default=0.05, metadata={"help": "Temporal decay α of the task rewards (docs/spec.md §4)."}
+    )
+    reward_lambda: float = field(
+        default=0.2, metadata={"help": "Penalty λ per extra/invalid output (docs/spec.md §7)."}
+    )
+    reward_on_error: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})
+    system_prompt: str = field(default=DEFAULT_SYSTEM_PROMPT, metadata={"help": "The system turn."})
+    frame_cache_size: int = field(default=64, metadata={"help": "Episodes whose frames stay in memory."})
+
+    def __post_init__(self):
+        # the reward columns (task, targets) must reach the rewards
+        self.remove_unused_columns = False
+        super().__post_init__()
+        if self.max_turn_tokens < 1:
+            raise ValueError(f"max_turn_tokens: must be >= 1, got {self.max_turn_tokens}")
+        if self.reward_on_error not in ON_ERROR:
+            raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
+        if self.use_vllm:
+            raise ValueError(
+                "use_vllm: streaming GRPO rolls out through the KV-cache engine (proactive_rl.streaming); a vLLM-backed "
+                "streaming engine is not implemented. Set use_vllm: false (single-turn GRPO does use TRL's vLLM path)."
+            )
+        if not self.ds3_gather_for_generation:
+            raise ValueError(
+                "ds3_gather_for_generation: must be true for streaming GRPO -- ranks decode different numbers of "
+                "tokens, and ZeRO-3's per-layer gathers would deadlock without whole parameters."
+            )
+
+
+@dataclass
+class StreamingGRPOScriptArguments:
+    """Data of a streaming GRPO run: episodes (as in SFT) cut into rollout windows.
+
+    Args:
+        trainer (`str`, *optional*, defaults to `"grpo_streaming"`): which trainer the `proactive-rl train` command
+            dispatches to (recipes name it so one command serves SFT and GRPO).
+        dataset_mixture (`list`): training episode sources (`proactive_rl.data.mixture.DatasetSource`).
+        eval_mixture (`list`, *optional*): held-out sources.
+        register_tasks (`list[str]`, *optional*): user tasks to add to the task table before the data loads, by
+            import path (``my_pkg.tasks:SPEC`` or a module that registers them; `proactive_rewards.load_tasks`).
+        on_bad_record (`str`, *optional*, defaults to `"raise"`): for episode files, see `load_episodes`.
+        lead_s, tail_s, max_window_s, prefix_s (`float`): window construction, see `build_windows`.
+        tasks (`list[str]`, *optional*): keep only these tasks' windows.
+        expected_windows (`dict[str, int]`, *optional*): windows per task the training data must give (e.g. the P³I
+            RL set: accident 300, atomic 100, event_type 100, compositional 363); checked before the model loads.
+        freeze_vision_tower (`bool`, *optional*, defaults to `True`): P³I: vision encoder frozen.
+        eval_callback (`dict`, *optional*): evaluators run on the live model while training (on save / every N
+            steps), as in SFT: `proactive_rl.evaluation.EvalCallbackConfig`.
+    """
+
+    trainer: str = field(default="grpo_streaming", metadata={"help": "Trainer to dispatch to."})
+    # user tasks by import path, registered before the data loads (proactive_rewards.load_tasks).
+    register_tasks: list[str] | None = field(default=None, metadata={"help": "User tasks: import paths."})
+    dataset_mixture: Any = field(default=None, metadata={"help": "Training episode sources."})
+    eval_mixture: Any = field(default=None, metadata={"help": "Held-out episode sources."})
+    on_bad_record: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})
+    lead_s: float = field(default=4.0, metadata={"help": "A window opens this long before its first target."})
+    tail_s: float = field(default=4.0, metadata={"help": "A window closes this long after its last target."})
+    max_window_s: float = field(default=16.0, metadata={"help": "Longest window in seconds."})
+    prefix_s: float = field(default=8.0, metadata={"help": "Ground-truth prefix before a window (not count tasks)."})
+    tasks: list[str] | None = field(default=None, metadata={"help": "Keep only these tasks' windows."})
+    expected_windows: dict[str, int] | None = field(
+        default=None, metadata={"help": "Windows per task the data must give (checked before training)."}
+    )
+    freeze_vision_tower: bool = field(default=True, metadata={"help": "Freeze the vision encoder (P³I)."})
+    # evaluators run while training: a mapping, see `proactive_rl.evaluation.EvalCallbackConfig`.
+    eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
+
+    def __post_init__(self):
+        if self.trainer != "grpo_streaming":
+            raise ValueError(f"trainer: this entry point runs 'grpo_streaming', got {self.trainer!r}")
+        check_data_arguments(self)
+        self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded
+
+    def windows(self, sources) -> list[RolloutWindow]:
+        from proactive_rl.data import load_mixture
+
+        episodes, _ = load_mixture(sources, on_error=self.on_bad_record)
+        return build_windows(
+            episodes,
+            lead_s=self.lead_s,
+            tail_s=self.tail_s,
+            max_window_s=self.max_window_s,
+            prefix_s=self.prefix_s,
+            tasks=self.tasks,
+        )

@@ -1,0 +1,200 @@
+"""`StreamingGRPOTrainer`: ``trl.GRPOTrainer`` over rollout windows with multi-turn streaming rollouts (docs/spec.md §8).
+
+A training row is a `RolloutWindow`. For each group, the policy is rolled through the window by the KV-cache
+engine (`proactive_rl.grpo.streaming.rollout`) through TRL's public ``rollout_func`` hook: the ground-truth prefix
+is prefilled once, then at every frame step the G rollouts see the same new frame and each samples its own turn.
+The trajectory reward comes from the task's `proactive_rewards` reward (docs/spec.md §7), by the row's ``task``
+column. TRL then does GRPO as configured, with ``completion_mask × env_mask`` as the loss mask.
+
+Pinned version: **trl 1.16.0**. The TRL internals this trainer needs, each declared in ``PRIVATE_TOUCHES`` where
+it is made (``tests/test_private_touches.py`` fails on any other):
+
+- ``_generate_and_score_completions``, ``_get_per_token_logps_and_entropies``, ``_calculate_rewards``: overridden
+  in `proactive_rl.grpo.streaming.trl_overrides` (the frames inside the completion, the state tokens kept);
+- ``GRPOTrainer._metrics[mode][key]``: the per-step lists TRL averages into its logs; the rollout statistics
+  (``rollout/responses_per_window``, ``rollout/steps_per_window``, ``rollout/truncated_turns``) are appended here;
+- ``_tag_names``: the model-card tags of `transformers.Trainer` subclasses.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import OrderedDict
+
+import torch
+from trl import GRPOTrainer
+
+from proactive_rl.data.frames import frames_of
+from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
+from proactive_rl.grpo.streaming.rollout import rollout_window
+from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
+from proactive_rl.grpo.streaming.windows import RolloutWindow, composition
+from proactive_rl.streaming import SamplingParams
+
+logger = logging.getLogger(__name__)
+# rollout_func is marked experimental in TRL 1.16; it is the documented hook this trainer is built on.
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+PRIVATE_TOUCHES = {
+    "_metrics": "trl 1.16.0: GRPOTrainer._metrics[mode][name] is a list of floats averaged into the next log",
+    "_tag_names": "trl 1.16.0: class attribute, the tags GRPOTrainer writes into the model card",
+}
+
+
+def task_rewards(windows: list[RolloutWindow], args: StreamingGRPOConfig) -> list:
+    """The `proactive_rewards` reward of every task present (each scores its own task's rows, `None` elsewhere)."""
+    from proactive_rewards import get_reward, get_task
+    from proactive_rl.grpo.reward_guard import guard_rewards
+
+    specs = {get_task(w.task).reward: get_task(w.task) for w in windows}  # reward name -> a task it scores
+    funcs = [
+        get_reward(name, **specs[name].reward_params(args.reward_alpha, args.reward_lambda)) for name in sorted(specs)
+    ]
+    return guard_rewards(funcs, on_error=args.reward_on_error, num_generations=args.num_generations)
+
+
+def windows_dataset(windows: list[RolloutWindow]):
+    """The HF dataset of window rows (``prompt`` = window id, ``task``, ``targets``)."""
+    from datasets import Dataset
+
+    ids = [w.id for w in windows]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"duplicate rollout window {dup!r} (duplicate episode ids in the mixture?)")
+    return Dataset.from_list([w.row() for w in windows])
+
+
+class StreamingGRPOTrainer(StreamingOverridesMixin, GRPOTrainer):
+    """``trl.GRPOTrainer`` over rollout windows, with multi-turn streaming rollouts (docs/spec.md §8).
+
+    Args:
+        model (`PreTrainedModel`): a Qwen2.5-VL / Qwen3-VL policy (e.g. the SFT checkpoint).
+        args (`StreamingGRPOConfig`): GRPO + rollout settings.
+        windows (`list[RolloutWindow]`): the training rows.
+        processing_class (`ProcessorMixin`): the model's processor.
+        reward_funcs (`list`, *optional*): defaults to the task rewards of the windows' tasks (`task_rewards`).
+        eval_windows (`list[RolloutWindow]`, *optional*): held-out rows (TRL's eval loop: reward on eval rollouts).
+        **kwargs: passed to ``GRPOTrainer`` (``peft_config``, ``callbacks``, ...).
+    """
+
+    _tag_names = ["trl", "grpo", "proactive_rl", "streaming"]
+
+    def __init__(
+        self,
+        model,
+        args: StreamingGRPOConfig,
+        windows: list[RolloutWindow],
+        processing_class,
+        reward_funcs: list | None = None,
+        eval_windows: list[RolloutWindow] | None = None,
+        **kwargs,
+    ):
+        if not isinstance(args, StreamingGRPOConfig):
+            raise TypeError(f"args must be a StreamingGRPOConfig, got {type(args).__name__}")
+        if not windows:
+            raise ValueError("no rollout windows to train on (do the episodes have targets?)")
+        self.windows = {w.id: w for w in [*windows, *(eval_windows or [])]}
+        self._frames: OrderedDict[str, list] = OrderedDict()
+        super().__init__(
+            model=model,
+            reward_funcs=reward_funcs if reward_funcs is not None else task_rewards(windows, args),
+            args=args,
+            train_dataset=windows_dataset(windows),
+            eval_dataset=windows_dataset(eval_windows) if eval_windows else None,
+            processing_class=processing_class,
+            rollout_func=_streaming_rollout,
+            **kwargs,
+        )
+        logger.info("streaming GRPO: %d windows %s", len(windows), composition(windows))
+
+    def episode_frames(self, window: RolloutWindow) -> list:
+        """The episode's frames, decoded once and kept for the latest `frame_cache_size` episodes."""
+        key = window.episode.id
+        if key in self._frames:
+            self._frames.move_to_end(key)
+        else:
+            self._frames[key] = frames_of(window.episode)
+            while len(self._frames) > self.args.frame_cache_size:
+                self._frames.popitem(last=False)
+        return self._frames[key]
+
+    def sampling_params(self, seed: int) -> SamplingParams:
+        return SamplingParams(
+            max_new_tokens=self.args.max_turn_tokens,
+            do_sample=True,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k or 0,
+            seed=seed,
+        )
+
+
+def _groups(prompts: list[str]) -> list[tuple[str, int]]:
+    """Consecutive runs of the same window id (TRL repeats each row G times; a group may span ranks)."""
+    runs: list[tuple[str, int]] = []
+    for p in prompts:
+        if runs and runs[-1][0] == p:
+            runs[-1] = (p, runs[-1][1] + 1)
+        else:
+            runs.append((p, 1))
+    return runs
+
+
+def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dict:
+    """TRL ``rollout_func``: roll every window of this rank's generation batch through the streaming engine."""
+    from trl.models.utils import unwrap_model_for_generation
+
+    unknown = [p for p in prompts if p not in trainer.windows]
+    if unknown:
+        raise KeyError(f"rollout window {unknown[0]!r} is not among the trainer's windows")
+    trajectories = []
+    with (
+        unwrap_model_for_generation(
+            trainer.model_wrapped,
+            trainer.accelerator,
+            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
+        ) as unwrapped,
+        torch.no_grad(),
+    ):
+        for window_id, n in _groups(prompts):
+            window = trainer.windows[window_id]
+            seed = int(torch.randint(0, 2**31 - 1, (1,)).item())  # TRL seeds each rank differently
+            trajectories += rollout_window(
+                unwrapped,
+                trainer.processing_class,
+                window,
+                n,
+                trainer.sampling_params(seed),
+                frames=trainer.episode_frames(window),
+                system_prompt=trainer.args.system_prompt,
+            )
+    images = [image for t in trajectories for image in t.images]
+    vision = trainer.processing_class.image_processor(images=images, return_tensors="pt")
+    device = trainer.accelerator.device
+    trainer._rollout_mm = {
+        "pixel_values": vision["pixel_values"].to(device),
+        "image_grid_thw": vision["image_grid_thw"].to(device),
+        "num_images": [len(t.images) for t in trajectories],
+    }
+    trainer._rollout_turns = [t.texts for t in trajectories]
+    _log_rollouts(trainer, trajectories)
+    return {
+        "prompt_ids": [t.prompt_ids for t in trajectories],
+        "completion_ids": [t.completion_ids for t in trajectories],
+        "logprobs": [t.logprobs for t in trajectories],
+        "env_mask": [t.env_mask for t in trajectories],
+        "times": [t.times for t in trajectories],
+    }
+
+
+def _log_rollouts(trainer: StreamingGRPOTrainer, trajectories) -> None:
+    mode = "train" if trainer.model.training else "eval"
+    local = torch.tensor([[t.num_responses, len(t.texts), t.truncated] for t in trajectories], dtype=torch.float32).to(
+        trainer.accelerator.device
+    )
+    stats = trainer.accelerator.gather(local)
+    trainer._metrics[mode]["rollout/responses_per_window"].append(stats[:, 0].mean().item())
+    trainer._metrics[mode]["rollout/steps_per_window"].append(stats[:, 1].mean().item())
+    trainer._metrics[mode]["rollout/truncated_turns"].append(stats[:, 2].sum().item())
