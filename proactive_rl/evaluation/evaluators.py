@@ -24,14 +24,21 @@ logger = logging.getLogger(__name__)
 _PRS_KEYS = ("prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "resp_per_target_b", "median_latency_b")
 
 
-def make_judge(config: dict[str, Any], **defaults):
+JUDGE_CACHE_NAME = "judge_cache.sqlite"
+
+
+def make_judge(config: dict[str, Any], cache_dir: Path | None = None, **defaults):
     """A judge from an evaluator's ``judge`` block: `RuleJudge` for ``type: rule``, else `OpenAIJudge` with
-    `defaults` under the block's own options (a judge that stays down fails the scoring stage)."""
+    `defaults` under the block's own options (a judge that stays down fails the scoring stage). Without a
+    ``cache_path`` of its own an LLM judge caches its answers in ``<cache_dir>/judge_cache.sqlite`` (the evaluator's
+    folder), so a re-run there, killed or resumed, pays for no prompt twice."""
     from proactive_eval.judges import OpenAIJudge, RuleJudge
 
     options = {k: v for k, v in config.items() if k != "type"}
     if config.get("type", "rule") == "rule":
         return RuleJudge(**options)
+    if cache_dir is not None:
+        defaults.setdefault("cache_path", str(Path(cache_dir) / JUDGE_CACHE_NAME))
     return OpenAIJudge(**{"on_failure": "raise", **defaults, **options})
 
 
@@ -147,13 +154,14 @@ class PRSEvaluator(_StreamingEvaluator):
     their content score from the ``judge`` block, as the intervention reward does by default (token-F1); the
     summary names the scorer of every task."""
 
-    def content_scorers(self):
+    def content_scorers(self, cache_dir: Path | None = None):
         from proactive_eval.metrics.content import JudgeScorer, content_scorers
 
         judge = self.config.judge
         if judge.get("type", "rule") == "rule":
             return content_scorers(f"rule:{judge.get('kind', 'token_f1')}")
-        return content_scorers(JudgeScorer(make_judge(judge), f"openai:{judge['model']}@{judge['base_url']}"))
+        scorer = JudgeScorer(make_judge(judge, cache_dir), f"openai:{judge['model']}@{judge['base_url']}")
+        return content_scorers(scorer)
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_prs
@@ -162,7 +170,7 @@ class PRSEvaluator(_StreamingEvaluator):
 
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
-        scorers = self.content_scorers()
+        scorers = self.content_scorers(out_dir)
         report = score_prs(episodes, predictions, alpha=self.config.alpha, content_scorer=scorers)
         results = build_results(prs=report, failures=failure_rows(failed, self.items()))
         summary = {**results["prs"], "failures": results["failures"]}
@@ -204,8 +212,8 @@ class PAUCEvaluator(_StreamingEvaluator):
                     )
         return episodes
 
-    def judge(self):
-        return make_judge(self.config.judge)
+    def judge(self, cache_dir: Path | None = None):
+        return make_judge(self.config.judge, cache_dir)
 
     def score(self, records, out_dir, plots=True) -> Scored:
         from proactive_eval.metrics import score_pauc
@@ -214,7 +222,7 @@ class PAUCEvaluator(_StreamingEvaluator):
 
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
-        judge = self.judge()
+        judge = self.judge(out_dir)
         result = score_pauc(episodes, predictions, judge, progress=self.progress)
         results = build_results(pauc=result, failures=failure_rows(failed, self.items()))
         summary = {**results["pauc"], "failures": results["failures"]}

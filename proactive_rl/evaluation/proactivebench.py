@@ -85,6 +85,7 @@ class MCQAEvaluator(Evaluator):
     """
 
     SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answers", "outcomes", "success"]
+    resumable, records_files = True, ("outcomes.jsonl", "outcomes_swap.jsonl")
 
     @classmethod
     def check_config(cls, config, where: str) -> None:
@@ -143,9 +144,10 @@ class MCQAEvaluator(Evaluator):
             if env.id in partners:  # the swap counterfactual: the same MDP shown another environment's images
                 swapped = SwappedEnvironment(copy.deepcopy(env), copy.deepcopy(partners[env.id]))
                 played.append((counterfactual_id(env.id, "swap"), swapped))
+            done = []
             for rid, playing in played:
                 outcome = run_environment(playing, lambda observation, hint=hint: answer(observation, hint))
-                records.append(
+                done.append(
                     {
                         "id": rid,
                         "dataset": getattr(env, "dataset", ""),
@@ -155,6 +157,9 @@ class MCQAEvaluator(Evaluator):
                         "outcomes": list(getattr(outcome, "outcomes", [])),
                     }
                 )
+            records += done
+            for record in reversed(done) if writer is not None else ():
+                writer.write_record(record)  # its swap run first: a stored environment has all of its runs
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
@@ -201,6 +206,7 @@ class OEGEvaluator(Evaluator):
     the valid answers; ``agg`` / ``acc`` (category) / ``ps`` are rates × 100, overall and per dataset."""
 
     SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answer", "valid_answers", "judge", "aggregate"]
+    resumable, records_files = True, ("predictions.jsonl",)
 
     @classmethod
     def check_config(cls, config, where: str) -> None:
@@ -240,11 +246,15 @@ class OEGEvaluator(Evaluator):
             shown = [(env.id, observation)]
             if env.id in partners:  # the swap counterfactual: the same question about another environment's image
                 shown.append((counterfactual_id(env.id, "swap"), copy.deepcopy(partners[env.id]).reset()))
+            done = []
             for rid, seen in shown:
                 text = answer(observation_image(seen), prompt)
-                records.append(
+                done.append(
                     {"id": rid, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
                 )
+            records += done
+            for record in reversed(done) if writer is not None else ():
+                writer.write_record(record)  # its swap answer first: a stored environment has all of its answers
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
@@ -256,7 +266,7 @@ class OEGEvaluator(Evaluator):
 
         if out_dir is not None:  # written before judging: a judge that is down must not lose what the model said
             atomic_write_text(out_dir / "predictions.jsonl", _jsonl(records))
-        judge = make_judge(self.config.judge, system_prompt=OEG_SYSTEM_PROMPT)
+        judge = make_judge(self.config.judge, cache_dir=out_dir, system_prompt=OEG_SYSTEM_PROMPT)
         records, swapped = _split_swapped(records)
         prompts = [oeg_prompt(r["prompt"], r["valid_answers"], r["answer"]) for r in records + swapped]
         raw = judge.complete_many(prompts, progress=self.progress)

@@ -8,9 +8,10 @@ with `gather_object`; the main process scores them (a judge is called once, not 
 files, and broadcasts the results, so every rank returns the same dict. A failure anywhere is caught on the
 rank where it happens and travels through the same gather, so no rank is ever left waiting in a collective.
 
-With ``resume=True`` (`proactive-rl eval`) a streaming evaluator plays only the episodes not already stored in
-its folder (`proactive_rl.evaluation.resume`): the main process reads them and broadcasts them before the shards
-are cut, every rank appends each episode it finishes to its own file, and the scoring sees them all.
+With ``resume=True`` (`proactive-rl eval`, ``--watch`` too) a resumable evaluator (streaming, MCQA, OEG) plays only
+the items not already stored in its folder (`proactive_rl.evaluation.resume`): the main process reads them and
+broadcasts them before the shards are cut, every rank appends each item it finishes to its own file, and the
+scoring sees them all, in the items' order.
 """
 
 from __future__ import annotations
@@ -60,14 +61,24 @@ def _failure(name: str, stage: str, err: BaseException, rank: int) -> dict[str, 
 
 
 def _resumed(evaluators, out: Path, meta: dict | None) -> dict[str, list[dict]]:
-    """Main process: the stored records of each streaming evaluator (see `proactive_rl.evaluation.resume`)."""
+    """Main process: the stored records of each resumable evaluator (see `proactive_rl.evaluation.resume`)."""
     from proactive_rl.evaluation.resume import fingerprint, resumed_records
 
-    out = {ev.name: resumed_records(out / ev.name, fingerprint(ev, meta)) for ev in evaluators if ev.resumable}
-    for name, records in out.items():
-        if records:
-            logger.info("evaluator %r: %d episodes already done, resumed", name, len(records))
-    return out
+    resumed = {}
+    for ev in evaluators:
+        if not ev.resumable:
+            continue
+        try:
+            ids = [item.id for item in ev.items()]
+        except Exception:  # reported by the generate stage, on every rank alike
+            continue
+        if len(set(ids)) < len(ids):  # a stored record could stand for either item: play everything
+            logger.warning("evaluator %r: item ids are not unique, so it does not resume", ev.name)
+            continue
+        resumed[ev.name] = resumed_records(out / ev.name, fingerprint(ev, meta), ev.records_files)
+        if resumed[ev.name]:
+            logger.info("evaluator %r: %d items already done, resumed", ev.name, len(resumed[ev.name]))
+    return resumed
 
 
 def _generate_local(
@@ -109,6 +120,21 @@ def _generate_local(
     return local
 
 
+def in_item_order(evaluator, records: list[dict]) -> list[dict]:
+    """`records` in the order of the evaluator's items, each item's own record and then its counterfactual runs
+    (``<id>#<kind>``) in the configured order: a resumed run scores the list an uninterrupted run scores."""
+    from proactive_eval.counterfactual import split_counterfactual_id
+
+    order = {item.id: k for k, item in enumerate(evaluator.items())}
+    kinds = {kind: k for k, kind in enumerate(getattr(evaluator.config, "counterfactual", None) or [])}
+
+    def key(record):
+        base, kind = split_counterfactual_id(record["id"])
+        return order.get(base, len(order)), -1 if kind is None else kinds.get(kind, len(kinds))
+
+    return sorted(records, key=key)
+
+
 def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool, resumed: dict) -> dict[str, dict]:
     from proactive_rl.evaluation.resume import finish
 
@@ -123,7 +149,7 @@ def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool, 
             entries[ev.name] = {**entry, "generate_s": round(generate_s, 3), "wall_time_s": round(generate_s, 3)}
             continue
         old = resumed.get(ev.name, [])
-        records = old + [r for p in parts for r in p["records"]]
+        records = in_item_order(ev, old + [r for p in parts for r in p["records"]])
         start = time.perf_counter()
         try:
             scored = ev.score(records, out_dir / ev.name if out_dir is not None else None, plots=plots)

@@ -3,8 +3,10 @@
 A checkpoint is evaluated once it is *complete*: ``trainer_state.json`` (the Trainer writes it last), a config
 and weights are present, and no file in it (its ``eval/`` folder aside) changed size or mtime for `settle_s`
 seconds. Progress is kept in ``<out>/state.json`` (written atomically after every checkpoint), so a restarted
-watcher skips what is done. A checkpoint that cannot be loaded (truncated, corrupt) is reported with the reason
-and marked ``corrupt``; it is retried only if its files change. A checkpoint deleted before its turn (checkpoint
+watcher skips what is done, and resumes the checkpoint it was killed in (`proactive_rl.evaluation.resume`: the
+items stored under ``<out>/checkpoint-N/`` for the same checkpoint files are not played again). A checkpoint that
+cannot be loaded (truncated, corrupt) is reported with the reason and marked ``corrupt``; it is retried only if its
+files change. A checkpoint deleted before its turn (checkpoint
 rotation) is reported and marked ``missing``. After each checkpoint the leaderboard is rewritten:
 ``leaderboard.md`` (one row per step, and the blind schedule's row), ``leaderboard.json`` and ``leaderboard.png``
 (each metric vs step, with its blind baseline and its value with swapped frames on the same panel).
@@ -204,10 +206,11 @@ class CheckpointWatcher:
                 model,
                 processor,
                 self.evaluators,
-                out_dir=(self.out_dir / name) if state.is_main_process else None,
+                out_dir=self.out_dir / name,  # every rank: each stores the items it finishes as they end
                 step=step,
                 plots=self.plots,
-                meta={"checkpoint": path},
+                meta={"checkpoint": path, "signature": digest},
+                resume=True,  # a watcher killed mid-checkpoint plays only what that checkpoint had left
             )
             entry.update(
                 status="ok" if results["complete"] else "incomplete",

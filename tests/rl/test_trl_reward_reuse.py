@@ -41,6 +41,12 @@ def test_plain_grpo_trainer_logs_perfect_rewards(checkpoint, tmp_path):
     # the independent reference: the rewards on the text itself
     assert accident_reward(PERFECT, [(5.0, "Warning")]) == 1.0 and state_format_reward(PERFECT) == 1.0
     model, processor = build_tiny("qwen2_5_vl", "xs") if checkpoint == "fresh" else _special_checkpoint(tmp_path)
+    plain_grpo_trainer_logs_perfect_rewards(model, processor, tmp_path)
+
+
+def plain_grpo_trainer_logs_perfect_rewards(model, processor, tmp_path):
+    """Two steps of a plain `trl.GRPOTrainer` on the fixed perfect rollout log rewards 1.0 (also run on the real
+    Qwen vocabulary, `tests/rl/test_real_vocab.py`)."""
     tok = processor.tokenizer
     completion = tok(PERFECT + "<|im_end|>", add_special_tokens=False)["input_ids"]
     assert tok.convert_tokens_to_ids("</Response>") in completion  # one id, not pieces
