@@ -15,6 +15,11 @@ from proactive_rl.errors import InputError
 from proactive_rl.models.spec import check_model_path, load_model_spec, parse_tiny_spec
 from proactive_rl.models.tokenizer import STATE_TOKENS
 
+PRIVATE_TOUCHES = {
+    "_tied_weights_keys": "transformers 5.24.0: PreTrainedModel._tied_weights_keys, keys a checkpoint may omit "
+    "(load_checkpoint_weights)",
+}
+
 
 def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
     """Every trainer's ``train_main``: parse ``--config RECIPE.yaml`` (a file, or a shipped recipe by name) and flag
@@ -26,7 +31,7 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
     import sys
 
     from proactive_rl.errors import input_errors, report
-    from proactive_rl.evaluation.run import end_process_group
+    from proactive_rl.evaluation.shutdown import exit_launched
     from proactive_rl.recipe_args import config_path, located, parse_recipe, resolve_config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -38,8 +43,7 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
         main(*parse_recipe(make_parser(), argv))
     except input_errors() as err:
         return report("proactive-rl train", located(err, path))
-    end_process_group()
-    return 0
+    return exit_launched(0)  # under accelerate launch: the group closed, then exit here (no interpreter teardown)
 
 
 def check_model_args(model_args) -> None:
@@ -125,6 +129,34 @@ def peft_config_for(model_args, model, processor, state_tokens: bool = True):
         indices[names[id(outputs)]] = ids
     config.trainable_token_indices = indices
     return config
+
+
+def load_checkpoint_weights(trainer, resume_from_checkpoint: str, model=None) -> bool:
+    """Copy a plain checkpoint's weights into the trainer's model through ``from_pretrained``; False when the
+    checkpoint is not one (PEFT, FSDP, DeepSpeed or sharded: the Trainer's own loader takes it).
+
+    A trainer's ``_load_from_checkpoint`` override calls this (transformers 5.24.0): the Trainer loads
+    ``model.safetensors`` with a raw ``load_state_dict``, but ``save_pretrained`` writes Qwen-VL weights in the hub's
+    key layout (``visual.*``, ``model.layers.*``), so a resume would silently keep the *initial* weights;
+    ``from_pretrained`` maps the keys. A checkpoint that does not match the model is an error naming it.
+    """
+    import os
+
+    from transformers.utils import SAFE_WEIGHTS_NAME
+
+    target = trainer.accelerator.unwrap_model(model if model is not None else trainer.model)
+    plain = os.path.isfile(os.path.join(resume_from_checkpoint, SAFE_WEIGHTS_NAME))
+    if not plain or trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled or hasattr(target, "peft_config"):
+        return False
+    dtype = next(target.parameters()).dtype
+    loaded = type(target).from_pretrained(resume_from_checkpoint, dtype=dtype)
+    missing, unexpected = target.load_state_dict(loaded.state_dict(), strict=False)
+    if unexpected or [k for k in missing if k not in getattr(target, "_tied_weights_keys", {}) or {}]:
+        raise RuntimeError(
+            f"{resume_from_checkpoint}: checkpoint does not match the model (missing {missing[:5]}, "
+            f"unexpected {unexpected[:5]})"
+        )
+    return True
 
 
 def eval_callback_config(raw, where: str = "eval_callback"):

@@ -84,11 +84,9 @@ def load_checkpoint(path: str | Path, dtype: str | None = None):
 
 def run(args: argparse.Namespace) -> int:
     """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
-    from proactive_rl.evaluation.run import end_process_group
+    from proactive_rl.evaluation.shutdown import exit_launched
 
-    code = _run(args)
-    end_process_group()
-    return code
+    return exit_launched(_run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

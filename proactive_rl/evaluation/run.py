@@ -38,18 +38,6 @@ class EvaluationFailed(RuntimeError):
     """An evaluator failed and ``fail_fast`` is set."""
 
 
-def end_process_group() -> None:
-    """Under `accelerate launch`, let every rank reach the end, then close the process group (call after success
-    only: a rank that raised never reaches the barrier). A rank exiting with a live gloo/NCCL group while another
-    is still in a collective aborts ("terminate called without an active exception")."""
-    from accelerate import PartialState
-
-    state = PartialState()
-    if state.use_distributed:
-        state.wait_for_everyone()
-        state.destroy_process_group()
-
-
 def _failure(name: str, stage: str, err: BaseException, rank: int) -> dict[str, Any]:
     return {
         "status": "failed",

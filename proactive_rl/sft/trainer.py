@@ -13,9 +13,9 @@ and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails lou
 - ``Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)`` loads ``model.safetensors`` with a raw
   ``load_state_dict``, but ``save_pretrained`` writes Qwen-VL weights in the hub's original key layout
   (``visual.*``, ``model.layers.*``), so a resume would silently keep the *initial* weights. We load the checkpoint
-  through ``from_pretrained`` (which maps the keys) and copy the weights in. PEFT, FSDP and DeepSpeed checkpoints
-  take their own paths and are left to the Trainer.
-- ``PreTrainedModel._tied_weights_keys``: the keys a checkpoint may lack because they are tied (the resume above).
+  through ``from_pretrained`` (which maps the keys) and copy the weights in (`proactive_rl.training.
+  load_checkpoint_weights`, shared with the GRPO trainers). PEFT, FSDP and DeepSpeed checkpoints take their own
+  paths and are left to the Trainer.
 - DDP and DeepSpeed average gradients over ranks, so the returned loss is multiplied by the world size (as
   ``Trainer.compute_loss`` does with ``average_tokens_across_devices``).
 """
@@ -28,12 +28,12 @@ import torch
 from trl import SFTTrainer
 
 from proactive_rl.sft.loss import focal_state_loss, state_token_counts, summarize_stats
+from proactive_rl.training import load_checkpoint_weights
 
 STATE_CLASS_NAMES = ("silence", "response")
 PRIVATE_TOUCHES = {
     "_load_from_checkpoint": "transformers 5.24.0: Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)"
     " overridden for plain checkpoints",
-    "_tied_weights_keys": "transformers 5.24.0: PreTrainedModel._tied_weights_keys, keys a checkpoint may omit",
 }
 
 
@@ -71,22 +71,8 @@ class ProactiveSFTTrainer(SFTTrainer):
         return batches, self._step_counts[0].clone().to(device)
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
-        import os
-
-        from transformers.utils import SAFE_WEIGHTS_NAME
-
-        target = self.accelerator.unwrap_model(model if model is not None else self.model)
-        plain = os.path.isfile(os.path.join(resume_from_checkpoint, SAFE_WEIGHTS_NAME))
-        if not plain or self.is_fsdp_enabled or self.is_deepspeed_enabled or hasattr(target, "peft_config"):
-            return super()._load_from_checkpoint(resume_from_checkpoint, model)
-        dtype = next(target.parameters()).dtype
-        loaded = type(target).from_pretrained(resume_from_checkpoint, dtype=dtype)
-        missing, unexpected = target.load_state_dict(loaded.state_dict(), strict=False)
-        if unexpected or [k for k in missing if k not in getattr(target, "_tied_weights_keys", {}) or {}]:
-            raise RuntimeError(
-                f"{resume_from_checkpoint}: checkpoint does not match the model (missing {missing[:5]}, "
-                f"unexpected {unexpected[:5]})"
-            )
+        if not load_checkpoint_weights(self, resume_from_checkpoint, model):
+            super()._load_from_checkpoint(resume_from_checkpoint, model)
 
     # --- loss ----------------------------------------------------------------------------------------------------
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):

@@ -26,6 +26,7 @@ import json, sys
 from pathlib import Path
 from accelerate import PartialState
 from proactive_rl.evaluation import ProactiveEvalCallback
+from proactive_rl.evaluation.shutdown import exit_launched
 from proactive_rl.sft.main import build_trainer, make_parser
 
 trainer = build_trainer(*make_parser().parse_args_and_config(sys.argv[1:]))
@@ -43,6 +44,7 @@ dump = {
     ],
 }
 Path(trainer.args.output_dir, f"rank{state.process_index}.json").write_text(json.dumps(dump))
+sys.exit(exit_launched(0))  # as the entry points end (proactive_rl.evaluation.shutdown)
 """
 
 
@@ -59,7 +61,7 @@ def test_zero3_two_processes_agree_and_match_one_process(tmp_path):
     cmd = [str(BIN / "accelerate"), "launch", "--config_file", "launch/zero3.yaml", "--num_processes", "2"]
     cmd += [str(script), "--config", str(recipe), "--use_cpu", "false", "--ddp_backend", "gloo"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu", "TOKENIZERS_PARALLELISM": "false"}
-    proc = launch(cmd, clean=(tmp_path / "out",), cwd=ROOT, env=env, timeout=900)
+    proc = launch(cmd, cwd=ROOT, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
 
     out = tmp_path / "out"
@@ -91,7 +93,7 @@ def test_zero3_two_processes_agree_and_match_one_process(tmp_path):
     cmd = [str(BIN / "accelerate"), "launch", "--config_file", "launch/ddp.yaml", "--num_processes", "2"]
     cmd += ["-m", "proactive_rl.cli", "eval", "--config", str(recipe), "--watch", str(out), "--once", "--settle", "0"]
     cmd += ["--out", str(tmp_path / "watch")]
-    proc = launch(cmd, clean=(tmp_path / "watch",), cwd=ROOT, env=env, timeout=600)
+    proc = launch(cmd, cwd=ROOT, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     assert "evaluated 1 checkpoint(s)" in proc.stdout
     watched = json.loads((tmp_path / "watch" / "checkpoint-2" / "results.json").read_text())

@@ -23,6 +23,7 @@ SCRIPT = r"""
 import dataclasses, json, os, sys
 import torch
 from proactive_rewards.types import Target
+from proactive_rl.evaluation.shutdown import exit_launched
 from proactive_rl.grpo.streaming import trainer as streaming
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
 from proactive_rl.grpo.streaming.windows import build_windows
@@ -57,6 +58,7 @@ rank = trainer.accelerator.process_index
 with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
     json.dump({"records": records, "steps": trainer.state.global_step,
                "deepspeed": trainer.is_deepspeed_enabled}, f)
+sys.exit(exit_launched(0))  # as the entry points end (proactive_rl.evaluation.shutdown)
 """
 
 

@@ -120,6 +120,7 @@ import json, sys
 from pathlib import Path
 from accelerate import PartialState
 from proactive_rl.evaluation import ProactiveEvalCallback
+from proactive_rl.evaluation.shutdown import exit_launched
 from proactive_rl.trainers import trainer_module
 
 module = trainer_module(sys.argv[1])
@@ -138,6 +139,7 @@ dump = {
     ],
 }
 Path(trainer.args.output_dir, f"rank{state.process_index}.json").write_text(json.dumps(dump))
+sys.exit(exit_launched(0))  # as the entry points end (proactive_rl.evaluation.shutdown)
 """
 
 
@@ -156,7 +158,7 @@ def test_zero3_two_processes_agree_and_match_one_process(trainer, tmp_path):
     cmd += ["--use_cpu", "false", "--ddp_backend", "gloo"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu", "TOKENIZERS_PARALLELISM": "false"}
     env |= {"HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-    proc = launch(cmd, clean=(tmp_path / "out",), cwd=ROOT, env=env, timeout=900)
+    proc = launch(cmd, cwd=ROOT, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
 
     out = tmp_path / "out"

@@ -22,7 +22,7 @@ TOL = 1e-4
 
 def run(cmd, out_dir, env_extra=None):
     env = {**os.environ, "OMP_NUM_THREADS": "1", **(env_extra or {})}
-    proc = launch(cmd + ["--output_dir", str(out_dir)], clean=(out_dir,), cwd=ROOT, env=env, timeout=600)
+    proc = launch(cmd + ["--output_dir", str(out_dir)], cwd=ROOT, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     history = json.loads((out_dir / "trainer_state.json").read_text())["log_history"]
     return [h["loss"] for h in history if "loss" in h], proc.stdout + proc.stderr

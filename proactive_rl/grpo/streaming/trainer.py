@@ -13,7 +13,8 @@ it is made (``tests/test_private_touches.py`` fails on any other):
   in `proactive_rl.grpo.streaming.trl_overrides` (the frames inside the completion, the state tokens kept);
 - ``GRPOTrainer._metrics[mode][key]``: the per-step lists TRL averages into its logs; the rollout statistics
   (``rollout/responses_per_window``, ``rollout/steps_per_window``, ``rollout/truncated_turns``) are appended here;
-- ``_tag_names``: the model-card tags of `transformers.Trainer` subclasses.
+- ``_tag_names``: the model-card tags of `transformers.Trainer` subclasses;
+- exact resume (checkpoint weights, window order, rollout buffer, reward counters): `proactive_rl.grpo.resume_state`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch
 from trl import GRPOTrainer
 
 from proactive_rl.data.frames import frames_of
+from proactive_rl.grpo.resume_state import ResumableGRPOMixin
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
 from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
@@ -66,7 +68,7 @@ def windows_dataset(windows: list[RolloutWindow]):
     return Dataset.from_list([w.row() for w in windows])
 
 
-class StreamingGRPOTrainer(StreamingOverridesMixin, GRPOTrainer):
+class StreamingGRPOTrainer(ResumableGRPOMixin, StreamingOverridesMixin, GRPOTrainer):
     """``trl.GRPOTrainer`` over rollout windows, with multi-turn streaming rollouts (docs/spec.md §8).
 
     Args:

@@ -3,8 +3,9 @@
 An image-model learns to ask for help: each prompt is one state of an MCQA environment (image + question +
 lettered options); 8 sampled answers are scored ``1`` for the correct category, ``r_p`` for a valid proactive
 suggestion and ``0`` otherwise (``proactive_rewards.get_reward("proactive_suggestion", r_p=...)``, the same
-parser the MCQA evaluator uses). Nothing here overrides TRL: images, advantages, clipping, LoRA and the vLLM
-path are `trl.GRPOTrainer` 1.16's own (`ReplayGRPOTrainer` only adds the optional streaming replay term).
+parser the MCQA evaluator uses). Nothing here overrides TRL's GRPO: images, advantages, clipping, LoRA and the vLLM
+path are `trl.GRPOTrainer` 1.16's own (`SuggestionGRPOTrainer` only completes a resumed run's state,
+`ReplayGRPOTrainer` adds the optional streaming replay term).
 
 This module is the entry point (parse -> build -> evaluate -> train -> evaluate -> save): the arguments are in
 `proactive_rl.grpo.suggestion.config`, the trainer in `.trainer`, the generation backend in `.backend`, the
@@ -32,7 +33,7 @@ from proactive_rl.data.mcqa import EnvironmentSpec
 from proactive_rl.grpo.suggestion.backend import resolve_generation_backend
 from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 from proactive_rl.grpo.suggestion.evaluation import evaluate_held_out
-from proactive_rl.grpo.suggestion.trainer import ReplayGRPOTrainer
+from proactive_rl.grpo.suggestion.trainer import ReplayGRPOTrainer, SuggestionGRPOTrainer
 from proactive_rl.training import (
     attach_eval_callback,
     check_model_args,
@@ -75,8 +76,7 @@ def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) 
 
 
 def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
-    """Model, rows (validated before the first step), guarded reward and `trl.GRPOTrainer`, ready to `train()`."""
-    from trl import GRPOTrainer
+    """Model, rows (validated before the first step), guarded reward and `SuggestionGRPOTrainer`, ready to `train()`."""
 
     from proactive_rl.data.mcqa import rows_to_dataset, suppressed_tokens
 
@@ -127,7 +127,7 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
         if check is not None:
             check(dataset.column_names)
     replay_kwargs = {} if replay is None else {"replay": replay, "replay_coef": script_args.replay_coef}
-    trainer = (GRPOTrainer if replay is None else ReplayGRPOTrainer)(
+    trainer = (SuggestionGRPOTrainer if replay is None else ReplayGRPOTrainer)(
         model=model,
         reward_funcs=reward_funcs,
         args=training_args,

@@ -1,8 +1,10 @@
-"""`ReplayGRPOTrainer`: ``trl.GRPOTrainer`` whose loss adds the streaming replay term (docs/spec.md §7).
+"""`SuggestionGRPOTrainer` and `ReplayGRPOTrainer`: ``trl.GRPOTrainer`` that resumes exactly, and the same whose loss
+adds the streaming replay term (docs/spec.md §7).
 
-Without ``replay_mixture`` suggestion GRPO runs `trl.GRPOTrainer` itself: images, advantages, clipping, LoRA and the
-vLLM path are TRL's own. With it, the loss of every step adds ``c ·`` the distillation term of
-`proactive_rl.grpo.suggestion.replay` (streaming dialogues, towards the starting model).
+Without ``replay_mixture`` suggestion GRPO runs `SuggestionGRPOTrainer`: images, advantages, clipping, LoRA and the
+vLLM path are TRL's own; only a resumed run is completed (`proactive_rl.grpo.resume_state`). With it, the loss of
+every step adds ``c ·`` the distillation term of `proactive_rl.grpo.suggestion.replay` (streaming dialogues, towards
+the starting model).
 
 Pinned version: **trl 1.16.0**. The one TRL internal it touches, declared in ``PRIVATE_TOUCHES``
 (``tests/test_private_touches.py`` fails on any other):
@@ -14,13 +16,19 @@ from __future__ import annotations
 
 from trl import GRPOTrainer
 
+from proactive_rl.grpo.resume_state import ResumableGRPOMixin
+
 PRIVATE_TOUCHES = {
     "_metrics": "trl 1.16.0: GRPOTrainer._metrics[mode][name] is a list of floats averaged into the next log",
 }
 
 
-class ReplayGRPOTrainer(GRPOTrainer):
-    """``trl.GRPOTrainer`` plus ``replay_coef ×`` the streaming replay loss.
+class SuggestionGRPOTrainer(ResumableGRPOMixin, GRPOTrainer):
+    """``trl.GRPOTrainer`` whose ``train(resume_from_checkpoint=...)`` continues exactly (`proactive_rl.grpo.resume_state`)."""
+
+
+class ReplayGRPOTrainer(SuggestionGRPOTrainer):
+    """`SuggestionGRPOTrainer` plus ``replay_coef ×`` the streaming replay loss (its batch RNG is resumed too).
 
     Args:
         replay (`StreamingReplay`): the replayed streaming dialogues (`proactive_rl.grpo.suggestion.replay`).
