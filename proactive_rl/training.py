@@ -38,7 +38,6 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
     An error about the input (an unknown recipe key, a bad value, a missing data file or model folder) is printed as
     one line naming the recipe, and the exit status is 2 (`proactive_rl.errors.report`; `proactive_rl.recipe_args`).
     """
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
     path = config_path(argv)
@@ -253,7 +252,6 @@ def latest_evaluation(output_dir: str, reports: dict[str, Any] | None = None) ->
 
 def model_card(trainer, output_dir: str, reports: dict[str, Any] | None = None, model_args=None) -> str:
     """``README.md`` of a saved model folder: base model, recipe, state tokens, how to prompt, latest evaluation."""
-
     base = getattr(model_args, "model_name_or_path", None) or getattr(trainer.model.config, "name_or_path", "")
     argv = sys.argv[1:]
     recipe = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)

@@ -13,6 +13,7 @@ import datetime as _dt
 import json
 import logging
 import platform
+import random
 import sys
 import time
 import traceback
@@ -71,17 +72,19 @@ def _overrides(key: str, settings: DemoSettings, data: Path, model: Path) -> dic
     return getattr(stages, f"{key}_overrides")(settings, data, model)
 
 
-def _timeline_episodes(data: Path, n: int = 2) -> list:
-    """An accident and a compositional episode from the test split (what the timelines show)."""
+def _timeline_episodes(data: Path, settings: DemoSettings) -> list:
+    """One evaluated test episode of each streaming task, drawn at random with the demo's seed (what the timelines
+    show: not the first episode, which would be a choice)."""
     # deferred: keeps --help / light imports fast
+
     from proactive_eval.episodes import load_episodes
     from proactive_rl.demo.stages import task_file
 
-    chosen = []
-    for task in ("accident", "compositional")[:n]:
-        episodes = load_episodes(task_file(data, "test", task))
+    rng, chosen = random.Random(settings.seed), []
+    for task in settings.prs_tasks:
+        episodes = load_episodes(task_file(data, "test", task))[: settings.eval_episodes]
         if episodes:
-            chosen.append(episodes[0])
+            chosen.append(episodes[rng.randrange(len(episodes))])
     return chosen
 
 
@@ -95,7 +98,7 @@ def run_demo(
     """Run the demo; returns ``{"stages": [...], "wall_s", "report": {...}}`` (also written to
     ``<out>/demo_results.json``)."""
     # deferred: keeps --help / light imports fast
-    from proactive_rl.demo.checks import checks_markdown, directions
+    from proactive_rl.demo.checks import checks_markdown, claims, directions
     from proactive_rl.demo.evaluation import evaluate_stage
     from proactive_rl.demo.report import console_table, write_report
     from proactive_rl.demo.stages import StageSkipped, build_model, generate_data, say, train_stage
@@ -158,8 +161,8 @@ def run_demo(
 
     wall = time.perf_counter() - start
     meta = _run_meta(wall, command)
-    checks = directions(results, settings.sft_tasks)
-    files = write_report(out, results, _timeline_episodes(data), meta, checks_markdown(checks))
+    checks = directions(results, settings.sft_tasks) + claims(results)
+    files = write_report(out, results, _timeline_episodes(data, settings), meta, checks_markdown(checks))
     summary = {
         "stages": [{k: v for k, v in s.items() if k != "predictions"} for s in results],
         "settings": settings.as_dict(),

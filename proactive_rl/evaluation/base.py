@@ -122,6 +122,13 @@ class Evaluator:
 
         return tqdm(items, desc=f"eval: {self.name}", unit=unit)
 
+    def _progress_bar(self, total: int, unit: str):
+        """A progress bar of `total` items to update by hand (items finished out of order), or None."""
+        if not self.progress:
+            return None
+
+        return tqdm(total=total, desc=f"eval: {self.name}", unit=unit)
+
 
 def build_evaluators(configs: list, progress: bool = False, log_samples: int = 4) -> list[Evaluator]:
     """One `Evaluator` per `EvaluatorConfig`, in order, of the class its ``type`` names."""

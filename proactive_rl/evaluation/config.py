@@ -79,6 +79,9 @@ class EvaluatorConfig:
         answer_letters_only (`bool`, *optional*, defaults to `False`): ``mcqa``: only option letters may be
             generated (the first N, N the most options any of the environments shows), as the suggestion
             trainer's ``answer_letters_only`` samples.
+        batch_size (`int`, *optional*, defaults to `8`): ``prs`` / ``pauc``: episodes played in lockstep, one
+            batched vision call and one batched language-model call per step (`proactive_rl.streaming.batch`; the
+            same predictions as one at a time, ``1``); each holds its own KV cache, so memory grows with it.
         on_error (`str`, *optional*, defaults to `"skip"`): ``prs`` / ``pauc``: an episode whose video is missing,
             truncated or undecodable is skipped, named in the summary and counted in ``coverage`` (``skip``), or
             fails the evaluator (``raise``).
@@ -108,6 +111,7 @@ class EvaluatorConfig:
     judge: dict[str, Any] | None = None
     hint: bool = False
     answer_letters_only: bool = False
+    batch_size: int = 8
     on_error: str = "skip"
     protocol: str = "filtered"
     skip: dict[str, Any] | None = None
@@ -125,7 +129,7 @@ class EvaluatorConfig:
                 raise ValueError(f"{where}.{key}: a boolean, got {getattr(cfg, key)!r}")
         if cfg.on_error not in ON_ERROR:
             raise ValueError(f"{where}.on_error: expected one of {', '.join(ON_ERROR)}, got {cfg.on_error!r}")
-        for key in ("max_items", "max_frames"):
+        for key in ("max_items", "max_frames", "batch_size"):
             value = getattr(cfg, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{where}.{key}: must be an integer >= 1, got {value!r}")

@@ -19,12 +19,22 @@ from proactive_rl.data.mcqa import image_messages, mcqa_text
 from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, gathered_for_generation
 
 DEFAULT_MAX_NEW_TOKENS = 16
+# Frames decided per call in a batch: the call is shared by the batch's episodes, so a short block costs little, and
+# a rejected draft wastes fewer frames fed again (16 alone, where each call is the episode's own).
+BATCHED_LOOKAHEAD = 4
 
 
-def model_policy(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, max_frames: int | None = None):
-    """The live model as a greedy `proactive_rl.streaming.HFStreamingPolicy` (a `StreamingPolicy`)."""
+def model_policy(
+    model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, max_frames: int | None = None, batcher=None
+):
+    """The live model as a greedy `proactive_rl.streaming.HFStreamingPolicy` (a `StreamingPolicy`); with a
+    `proactive_rl.streaming.batch.Batcher`, one whose episode plays in the batcher's lockstep rounds."""
     return HFStreamingPolicy(
-        model, processor, sampling=SamplingParams(max_new_tokens=max_new_tokens), max_frames=max_frames
+        model,
+        processor,
+        sampling=SamplingParams(max_new_tokens=max_new_tokens),
+        max_frames=max_frames,
+        batcher=batcher,
     )
 
 

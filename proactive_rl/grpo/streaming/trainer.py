@@ -36,6 +36,7 @@ from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
 from proactive_rl.grpo.streaming.windows import RolloutWindow, composition
 from proactive_rl.streaming import SamplingParams
+from proactive_rl.streaming.batch import Batcher
 
 logger = logging.getLogger(__name__)
 # rollout_func is marked experimental in TRL 1.16; it is the documented hook this trainer is built on.
@@ -149,7 +150,10 @@ def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dic
     unknown = [p for p in prompts if p not in trainer.windows]
     if unknown:
         raise KeyError(f"rollout window {unknown[0]!r} is not among the trainer's windows")
-    trajectories = []
+    groups = [(trainer.windows[window_id], n) for window_id, n in _groups(prompts)]
+    # drawn in group order before any rollout, as one group after another draws them (TRL seeds ranks differently)
+    seeds = [int(torch.randint(0, 2**31 - 1, (1,)).item()) for _ in groups]
+    frames = [trainer.episode_frames(window) for window, _ in groups]
     with (
         unwrap_model_for_generation(
             trainer.model_wrapped,
@@ -159,18 +163,27 @@ def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dic
         ) as unwrapped,
         torch.no_grad(),
     ):
-        for window_id, n in _groups(prompts):
-            window = trainer.windows[window_id]
-            seed = int(torch.randint(0, 2**31 - 1, (1,)).item())  # TRL seeds each rank differently
-            trajectories += rollout_window(
+        batch_size = trainer.args.rollout_batch_size
+        batcher = Batcher(unwrapped, trainer.processing_class) if batch_size > 1 and len(groups) > 1 else None
+
+        def roll(k: int) -> list:
+            window, n = groups[k]
+            return rollout_window(
                 unwrapped,
                 trainer.processing_class,
                 window,
                 n,
-                trainer.sampling_params(seed),
-                frames=trainer.episode_frames(window),
+                trainer.sampling_params(seeds[k]),
+                frames=frames[k],
                 system_prompt=trainer.args.system_prompt,
+                batcher=batcher,
             )
+
+        if batcher is None:
+            per_group = [roll(k) for k in range(len(groups))]
+        else:
+            per_group = batcher.map(range(len(groups)), roll, batch_size)
+    trajectories = [t for group in per_group for t in group]
     images = [image for t in trajectories for image in t.images]
     vision = trainer.processing_class.image_processor(images=images, return_tensors="pt")
     device = trainer.accelerator.device

@@ -76,7 +76,6 @@ def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) 
 
 def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
     """Model, rows (validated before the first step), guarded reward and `SuggestionGRPOTrainer`, ready to `train()`."""
-
     check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
     resolve_generation_backend(script_args.generation_backend, training_args)
     model, processor = load_policy(model_args, seed=training_args.seed)
