@@ -24,8 +24,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from proactive_eval.episodes import Episode
 from proactive_eval.policy import Observation, StreamingPolicy
 from proactive_eval.predictions import PredictionWriter, load_predictions, turn_output, warn_undeclared_silence
@@ -176,6 +174,9 @@ def run_streaming(
     Returns:
         `StreamingRun`: the outputs of every finished episode, in episode order, and the failed ones.
     """
+    # deferred: tqdm.auto costs ~0.5 s to import; keeps `proactive-eval --help` fast
+    from tqdm.auto import tqdm
+
     if on_error not in ("skip", "raise"):
         raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
     episodes = list(episodes)

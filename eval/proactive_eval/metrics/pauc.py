@@ -24,8 +24,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from proactive_eval.judges import pauc_prompt
 from proactive_eval.judges.prompts import parse_level
 from proactive_rewards import Response, as_response
@@ -288,6 +286,9 @@ def score_pauc(
 
 
 def _judge_all(judge, requests: list[tuple[str, str, str]], progress: bool) -> list:
+    # deferred: tqdm.auto costs ~0.5 s to import; keeps `proactive-eval --help` fast
+    from tqdm.auto import tqdm
+
     if not requests:
         return []
     if hasattr(judge, "score_many"):
