@@ -19,17 +19,18 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from proactive_rl.data import load_mixture
+from proactive_rl.data.mcqa import proactivebench_environments
 from proactive_rl.demo.settings import PAUC_TASK, DemoSettings, suggestion_environments
 from proactive_rl.demo.stages import env_file, task_file
+from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, PAUCEvaluator, PRSEvaluator, evaluate_model
+from proactive_rl.models import load_model
+from proactive_rl.synthetic.export import DATASET_RULES
 
 logger = logging.getLogger(__name__)
 
 
 def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
-    from proactive_rl.data import load_mixture
-    from proactive_rl.data.mcqa import proactivebench_environments
-    from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, PAUCEvaluator, PRSEvaluator
-    from proactive_rl.synthetic.export import DATASET_RULES
 
     # Does the model look? Every evaluator also reports the best frame-blind policy fitted on the training split
     # (the "blind schedule" row) and the model's score with each held-out episode's frames swapped for another's
@@ -84,10 +85,8 @@ def evaluate_stage(
     """Evaluate the model saved in `model_dir` (`evaluate_model`: ``out/results.json``, one folder of reports per
     evaluator); returns the metrics: ``{"<task>/prs_u", "<task>/prs_b", "prs_u", "prs_b", "pauc", "acc", "ps"}``
     (× 100 except ps) plus ``"predictions"`` (episode id -> ``[(time, text)]``) for the timelines."""
+    # deferred: keeps torch/transformers out of light import paths
     import torch
-
-    from proactive_rl.evaluation import evaluate_model
-    from proactive_rl.models import load_model
 
     torch.manual_seed(settings.seed)
     model, processor = load_model(str(model_dir))

@@ -108,6 +108,7 @@ def console_table(stages: list[dict[str, Any]]) -> str:
 
 
 def _pyplot():
+    # deferred: optional extra
     import matplotlib
 
     matplotlib.use("Agg")

@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import yaml
+
+from proactive_rl.shipped import shipped_path
+
 # The streaming tasks the demo generates; `pvqa` episodes (free-text answers with reply spans) are scored with PAUC
 # (docs/spec.md §5), the others with PRS (docs/spec.md §4).
 TASKS = ("accident", "atomic", "compositional")
@@ -26,10 +30,6 @@ _KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", 
 
 def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
     """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
-    import yaml
-
-    from proactive_rl.shipped import shipped_path
-
     recipe = shipped_path("tiny/grpo_suggestion.yaml")
     sources = [e for e in yaml.safe_load(recipe.read_text())["environments"] if e.get("source") == "synthetic"]
     if not sources:

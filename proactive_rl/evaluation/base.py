@@ -26,6 +26,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqdm.auto import tqdm
+
 EVALUATORS: dict[str, type] = {}
 
 
@@ -117,7 +119,6 @@ class Evaluator:
         """`items`, with a progress bar when ``progress`` is set."""
         if not self.progress:
             return items
-        from tqdm.auto import tqdm
 
         return tqdm(items, desc=f"eval: {self.name}", unit=unit)
 
@@ -125,7 +126,6 @@ class Evaluator:
         """A progress bar of `total` items to update by hand (items finished out of order), or None."""
         if not self.progress:
             return None
-        from tqdm.auto import tqdm
 
         return tqdm(total=total, desc=f"eval: {self.name}", unit=unit)
 

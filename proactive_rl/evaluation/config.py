@@ -23,6 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import yaml
+
+from proactive_eval.counterfactual import check_counterfactuals
 from proactive_rewards.task_table import load_tasks
 from proactive_rl.errors import InputError, did_you_mean
 from proactive_rl.evaluation.base import evaluator_class
@@ -138,7 +141,6 @@ class EvaluatorConfig:
         if judge.get("type") == "openai" and not {"base_url", "model"} <= set(judge):
             raise ValueError(f"{where}.judge: an openai judge needs 'base_url' and 'model'")
         cfg.judge = judge
-        from proactive_eval.counterfactual import check_counterfactuals
 
         allowed = ("swap",) if cfg.type in ("mcqa", "oeg") else ("swap", "freeze")
         cfg.counterfactual = check_counterfactuals(cfg.counterfactual, f"{where}.counterfactual", allowed)
@@ -201,8 +203,6 @@ class EvalCallbackConfig:
 
 def load_eval_config(path: str) -> EvalCallbackConfig:
     """An `EvalCallbackConfig` from a YAML file: a recipe (its ``eval_callback`` block) or the block alone."""
-    import yaml
-
     with open(path) as f:
         raw = yaml.safe_load(f)
     if isinstance(raw, dict) and "eval_callback" in raw:

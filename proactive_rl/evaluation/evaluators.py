@@ -14,10 +14,29 @@ the rewards use (docs/spec.md §13). They are resumable (`proactive_rl.evaluatio
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.judges import OpenAIJudge, RuleJudge
+from proactive_eval.metrics import score_pauc, score_prs
+from proactive_eval.metrics.content import JudgeScorer, content_scorers
+from proactive_eval.predictions import atomic_write_text, prediction_line
+from proactive_eval.report import build_results, failure_rows, write_report
+from proactive_rewards import Response
+from proactive_rl.data import load_mixture
+from proactive_rl.data.frames import frames_of
+from proactive_rl.data.mixture import parse_mixture
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
+from proactive_rl.evaluation.looks import (
+    counterfactual_sources,
+    pauc_looks,
+    play_counterfactuals,
+    prs_looks,
+    split_counterfactuals,
+    write_counterfactuals,
+)
+from proactive_rl.streaming.batch import Batcher
 
 logger = logging.getLogger(__name__)
 
@@ -32,8 +51,6 @@ def make_judge(config: dict[str, Any], cache_dir: Path | None = None, **defaults
     `defaults` under the block's own options (a judge that stays down fails the scoring stage). Without a
     ``cache_path`` of its own an LLM judge caches its answers in ``<cache_dir>/judge_cache.sqlite`` (the evaluator's
     folder), so a re-run there, killed or resumed, pays for no prompt twice."""
-    from proactive_eval.judges import OpenAIJudge, RuleJudge
-
     options = {k: v for k, v in config.items() if k != "type"}
     if config.get("type", "rule") == "rule":
         return RuleJudge(**options)
@@ -68,7 +85,6 @@ class _StreamingEvaluator(Evaluator):
     def check_config(cls, config, where: str) -> None:
         if config.episodes is None:
             raise ValueError(f"{where}: a {config.type} evaluator needs 'episodes' (a list of episode sources)")
-        from proactive_rl.data.mixture import parse_mixture
 
         config.episodes = parse_mixture(config.episodes, f"{where}.episodes")
         if config.baseline_episodes is not None:
@@ -79,8 +95,6 @@ class _StreamingEvaluator(Evaluator):
             raise ValueError(f"{where}: 'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only")
 
     def _load(self) -> list:
-        from proactive_rl.data import load_mixture
-
         episodes, _ = load_mixture(self.config.episodes)
         return episodes
 
@@ -89,14 +103,11 @@ class _StreamingEvaluator(Evaluator):
         if self.config.baseline_episodes is None:
             return None
         if getattr(self, "_baseline", None) is None:
-            from proactive_rl.data import load_mixture
-
             self._baseline = load_mixture(self.config.baseline_episodes)[0]
         return self._baseline
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        from proactive_rl.data.frames import frames_of
-        from proactive_rl.evaluation.looks import counterfactual_sources
+        # deferred: tests monkeypatch this name where it is defined
         from proactive_rl.evaluation.policy import model_policy
 
         config = self.config
@@ -107,9 +118,6 @@ class _StreamingEvaluator(Evaluator):
                 r for episode in self._progress(items, "episode") for r in self._play(policy, episode, sources, writer)
             ]
         # episodes in lockstep (`proactive_rl.streaming.batch`): one policy per episode, on the batcher's sessions
-        import threading
-
-        from proactive_rl.streaming.batch import Batcher
 
         batcher, lock = Batcher(model, processor), threading.Lock()
         writer = None if writer is None else _LockedWriter(writer, lock)
@@ -132,9 +140,8 @@ class _StreamingEvaluator(Evaluator):
     def _play(self, policy, episode, sources: dict, writer=None) -> list[dict]:
         """One episode's records: its counterfactual runs, then its own outputs (or why it could not be played);
         each handed to `writer` as it ends."""
+        # deferred: tests monkeypatch this name where it is defined
         from proactive_eval.streaming import episode_errors, run_episode
-        from proactive_rl.data.frames import frames_of
-        from proactive_rl.evaluation.looks import play_counterfactuals
 
         unplayable = episode_errors()
         # the counterfactuals first: a stored episode (resume) then has them stored too
@@ -154,10 +161,6 @@ class _StreamingEvaluator(Evaluator):
         """``(episode id → outputs, episode id → failure reason)``; the outputs are written to
         ``predictions.jsonl`` first (a judge that is down must not lose what the model said). The counterfactual
         runs go to `counterfactual_runs` (kind → episode id → outputs) and ``predictions_counterfactual.jsonl``."""
-        from proactive_eval.predictions import atomic_write_text, prediction_line
-        from proactive_rewards import Response
-        from proactive_rl.evaluation.looks import split_counterfactuals, write_counterfactuals
-
         records, self.counterfactual_runs = split_counterfactuals(records)
         write_counterfactuals(out_dir, self.counterfactual_runs, [e.id for e in self.items()])
 
@@ -200,8 +203,6 @@ class PRSEvaluator(_StreamingEvaluator):
     summary names the scorer of every task."""
 
     def content_scorers(self, cache_dir: Path | None = None):
-        from proactive_eval.metrics.content import JudgeScorer, content_scorers
-
         judge = self.config.judge
         if judge.get("type", "rule") == "rule":
             return content_scorers(f"rule:{judge.get('kind', 'token_f1')}")
@@ -209,10 +210,6 @@ class PRSEvaluator(_StreamingEvaluator):
         return content_scorers(scorer)
 
     def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.metrics import score_prs
-        from proactive_eval.report import build_results, failure_rows, write_report
-        from proactive_rl.evaluation.looks import prs_looks
-
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
         scorers = self.content_scorers(out_dir)
@@ -261,10 +258,6 @@ class PAUCEvaluator(_StreamingEvaluator):
         return make_judge(self.config.judge, cache_dir)
 
     def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.metrics import score_pauc
-        from proactive_eval.report import build_results, failure_rows, write_report
-        from proactive_rl.evaluation.looks import pauc_looks
-
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
         judge = self.judge(out_dir)

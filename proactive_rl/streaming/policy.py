@@ -41,6 +41,7 @@ def gathered_for_generation(model, accelerator=None):
     with ``deepspeed.zero.GatheredParameters``; otherwise the model is yielded as is. Gather once around a whole
     episode or rollout group, not per step: each gather moves every parameter.
     """
+    # deferred: optional extra
     if accelerator is not None:
         from trl.models import unwrap_model_for_generation
 

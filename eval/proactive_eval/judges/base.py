@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from proactive_eval.judges.cache import JudgeCache
 from proactive_eval.judges.prompts import parse_level
 from proactive_eval.judges.transport import JudgeError
@@ -128,8 +130,6 @@ class Judge:
         return [by_prompt[p] for p in prompts]
 
     async def _gather(self, fn, prompts: list[str], progress: bool, desc: str) -> list:
-        from tqdm.auto import tqdm
-
         bar = tqdm(total=len(prompts), disable=not progress, desc=desc, leave=False)
 
         async def one(prompt):

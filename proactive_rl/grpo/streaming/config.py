@@ -13,6 +13,7 @@ from typing import Any
 from trl import GRPOConfig
 
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
+from proactive_rl.data import load_mixture
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
 from proactive_rl.grpo.streaming.windows import RolloutWindow, build_windows
 from proactive_rl.training import eval_callback_config
@@ -119,8 +120,6 @@ class StreamingGRPOScriptArguments:
         self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded
 
     def windows(self, sources) -> list[RolloutWindow]:
-        from proactive_rl.data import load_mixture
-
         episodes, _ = load_mixture(sources, on_error=self.on_bad_record)
         return build_windows(
             episodes,

@@ -25,9 +25,12 @@ from collections import OrderedDict
 
 import torch
 from trl import GRPOTrainer
+from trl.models.utils import unwrap_model_for_generation
 
+from proactive_rewards import get_reward, get_task
 from proactive_rl.data.frames import frames_of
 from proactive_rl.grpo.resume_state import ResumableGRPOMixin
+from proactive_rl.grpo.reward_guard import guard_rewards
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
 from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
@@ -47,9 +50,6 @@ PRIVATE_TOUCHES = {
 
 def task_rewards(windows: list[RolloutWindow], args: StreamingGRPOConfig) -> list:
     """The `proactive_rewards` reward of every task present (each scores its own task's rows, `None` elsewhere)."""
-    from proactive_rewards import get_reward, get_task
-    from proactive_rl.grpo.reward_guard import guard_rewards
-
     specs = {get_task(w.task).reward: get_task(w.task) for w in windows}  # reward name -> a task it scores
     funcs = [
         get_reward(name, **specs[name].reward_params(args.reward_alpha, args.reward_lambda)) for name in sorted(specs)
@@ -59,6 +59,7 @@ def task_rewards(windows: list[RolloutWindow], args: StreamingGRPOConfig) -> lis
 
 def windows_dataset(windows: list[RolloutWindow]):
     """The HF dataset of window rows (``prompt`` = window id, ``task``, ``targets``)."""
+    # deferred: keeps torch/transformers out of light import paths
     from datasets import Dataset
 
     ids = [w.id for w in windows]
@@ -146,8 +147,6 @@ def _groups(prompts: list[str]) -> list[tuple[str, int]]:
 
 def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dict:
     """TRL ``rollout_func``: roll every window of this rank's generation batch through the streaming engine."""
-    from trl.models.utils import unwrap_model_for_generation
-
     unknown = [p for p in prompts if p not in trainer.windows]
     if unknown:
         raise KeyError(f"rollout window {unknown[0]!r} is not among the trainer's windows")
