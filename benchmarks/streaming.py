@@ -20,12 +20,28 @@ responding at some (a response runs to the token cap). Costs:
 
 Goals at T = 256: the engine (all on) <= 1.2x the full forward, and >= 100x faster than naive.
 
+Batched (``--episodes N``, `proactive_rl.streaming.batch`): N different recorded streams of T frames played three
+ways, in interleaved repetitions (ABCABC..., the median of each reported): (a) one at a time (the engine above, all
+on, episode after episode); (b) batched: all N in lockstep (`Batcher.map`, ``--batch-size``, default N; look-ahead
+`BATCHED_LOOKAHEAD` = 4 frames per call, as the evaluators play a batch), the same tokens (checked); (c) the limit: image processing of all N x T frames and full forwards over the N final sequences,
+right-padded into as few forwards as ``--limit-tokens`` padded tokens per forward allow (no attention mask: pads
+after a sequence change none of its logits under causal attention, and no (S x S) mask is built). Reported: (b)
+over (a) and over (c), and the peak KV-cache memory of (b) per row and token (linear in B and T: every row holds its
+own tokens, no padding, no re-prefill). Goals for the tiny s model, N = 32: batched >= 4x faster than one at a time
+at T = 16 and 64, <= 1.3x the limit at T = 64 and 256.
+
+GRPO step (``--grpo``): one streaming GRPO step (4 windows x G = 8 rollouts of the tiny recipe's setting, the
+proactive stand-in policy, learning rate 0 so every repetition rolls out the same policy) with rollouts one group
+after another (``rollout_batch_size: 1``) and batched (``8``), interleaved repetitions, medians. Goal >= 2x.
+
     python benchmarks/streaming.py --frames 16 64 256
+    python benchmarks/streaming.py --frames 16 64 256 --episodes 32 --skip-single --grpo
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -40,12 +56,15 @@ from stand_in import proactive_stand_in  # noqa: E402
 from proactive_eval.episodes import Episode  # noqa: E402
 from proactive_eval.streaming import run_episode  # noqa: E402
 from proactive_rl.chat import build_messages, encode_dialogue, generation_prompt_ids  # noqa: E402
+from proactive_rl.evaluation.policy import BATCHED_LOOKAHEAD  # noqa: E402
 from proactive_rl.models import build_tiny  # noqa: E402
 from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, StreamingSession  # noqa: E402
+from proactive_rl.streaming.batch import Batcher  # noqa: E402
 from proactive_rl.streaming.rope import mm_token_types  # noqa: E402
 
 INSTRUCTION = "Count the red circles. Answer with the count."
 GOAL_FULL, GOAL_NAIVE = 1.2, 100.0
+GOAL_BATCHED_SPEEDUP, GOAL_BATCHED_LIMIT, GOAL_GRPO = 4.0, 1.3, 2.0
 # name -> HFStreamingPolicy switches
 CONFIGS = {
     "frame by frame": dict(speculate=False, lookahead=1),
@@ -91,12 +110,16 @@ def stream(frames: list[np.ndarray]) -> tuple[Episode, list[tuple[float, np.ndar
     ]
 
 
-def proactive_model(arch: str, size: str, frames: list[np.ndarray], respond: float):
-    """The tiny model with a proactive head fit to this stream's all-silent dialogue (see the module docstring)."""
+def proactive_model(arch: str, size: str, frames: list[np.ndarray], respond: float, more: list | None = None):
+    """The tiny model with a proactive head fit to this stream's all-silent dialogue (and to those of the `more`
+    streams: the `respond` share then holds over all of them; see the module docstring)."""
     model, processor = build_tiny(arch, size, seed=0)
-    episode, timed = stream(frames)
-    dialogue = encode_dialogue(processor, build_messages(episode, timed, responses=["</Silence>"] * len(frames)))
-    return proactive_stand_in(model, processor, respond=respond, dialogues=[dialogue]), processor
+    dialogues = []
+    for stream_frames in [frames, *(more or [])]:
+        episode, timed = stream(stream_frames)
+        silent = ["</Silence>"] * len(stream_frames)
+        dialogues.append(encode_dialogue(processor, build_messages(episode, timed, responses=silent)))
+    return proactive_stand_in(model, processor, respond=respond, dialogues=dialogues), processor
 
 
 def run_engine(model, processor, frames, new_tokens: int, **switches):
@@ -162,6 +185,178 @@ def run_naive(model, processor, frames, ids, turns, samples=None):
     return float(np.interp(np.arange(len(turns)), xs, [measured[x] for x in xs]).sum())
 
 
+def play_streams(model, processor, streams, new_tokens: int, batcher: Batcher | None = None, batch_size: int = 1):
+    """Every stream through `HFStreamingPolicy` (all on): one after another, or in lockstep on `batcher`; returns
+    (seconds, the final token ids of each)."""
+    params = SamplingParams(max_new_tokens=new_tokens, defer_capped_stop=True)
+
+    def one(k):
+        if batcher is None:
+            policy = HFStreamingPolicy(model, processor, params)
+        else:  # as the evaluators play a batch
+            policy = HFStreamingPolicy(model, processor, params, batcher=batcher, lookahead=BATCHED_LOOKAHEAD)
+        episode, timed = stream(streams[k])
+        episode.id = f"bench-{k}"
+        run_episode(policy, episode, frame_source=lambda e: timed)
+        return policy.session.token_ids()
+
+    start = time.perf_counter()
+    if batcher is None:
+        ids = [one(k) for k in range(len(streams))]
+    else:
+        ids = batcher.map(range(len(streams)), one, batch_size)
+    return time.perf_counter() - start, ids
+
+
+def run_full_batched(model, processor, streams, ids, token_budget: int) -> tuple[float, int]:
+    """The limit (c): image processing and full forwards over the final sequences, right-padded, as many rows per
+    forward as `token_budget` padded tokens allow; returns (seconds, rows per forward)."""
+    width = max(len(x) for x in ids)
+    rows = max(1, min(len(ids), token_budget // width))
+    start = time.perf_counter()
+    for k in range(0, len(ids), rows):
+        part, frames = ids[k : k + rows], [f for s in streams[k : k + rows] for f in s]
+        enc = processor.image_processor(images=frames, return_tensors="pt")
+        longest = max(len(x) for x in part)
+        t = torch.tensor([x + [processor.tokenizer.pad_token_id] * (longest - len(x)) for x in part])
+        types = mm_token_types(t, model.config.image_token_id, model.config.video_token_id)
+        with torch.no_grad():
+            model(
+                input_ids=t,
+                pixel_values=enc["pixel_values"],
+                image_grid_thw=enc["image_grid_thw"],
+                mm_token_type_ids=types,
+                logits_to_keep=1,
+            )
+    return time.perf_counter() - start, rows
+
+
+def batched_benchmark(args) -> None:
+    """Batched evaluation of ``--episodes`` streams vs one at a time vs the full-forward limit (module docstring)."""
+    for T in args.frames:
+        rng = np.random.default_rng(T)
+        streams = [
+            [rng.integers(0, 255, size=(64, 64, 3), dtype=np.uint8) for _ in range(T)] for _ in range(args.episodes)
+        ]
+        model, processor = proactive_model(args.arch, args.size, streams[0], args.respond, streams[1:8])
+        batch_size = args.batch_size or args.episodes
+        play_streams(model, processor, [s[:4] for s in streams[:2]], args.new_tokens)  # warm-up
+        play_streams(model, processor, [s[:4] for s in streams[:2]], args.new_tokens, Batcher(model, processor), 2)
+        times = {"one at a time": [], "batched": [], "limit": []}
+        reps = args.repeats if T <= 64 else max(1, args.repeats // 3)
+        for _ in range(reps):  # interleaved: a machine load change hits all three alike
+            seconds, ids = play_streams(model, processor, streams, args.new_tokens)
+            times["one at a time"].append(seconds)
+            batcher = Batcher(model, processor)
+            seconds, batched_ids = play_streams(model, processor, streams, args.new_tokens, batcher, batch_size)
+            times["batched"].append(seconds)
+            if batched_ids != ids:
+                raise RuntimeError("batched and one-at-a-time streaming decoded different tokens")
+            seconds, rows = run_full_batched(model, processor, streams, ids, args.limit_tokens)
+            times["limit"].append(seconds)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        speedup, over_limit = med["one at a time"] / med["batched"], med["batched"] / med["limit"]
+        goals = []
+        if T in (16, 64):
+            goals.append(
+                f"goal >= {GOAL_BATCHED_SPEEDUP}x " + ("met" if speedup >= GOAL_BATCHED_SPEEDUP else "MISSED")
+            )
+        if T in (64, 256):
+            goals.append(f"goal <= {GOAL_BATCHED_LIMIT}x " + ("met" if over_limit <= GOAL_BATCHED_LIMIT else "MISSED"))
+        stats = batcher.stats
+        tokens = sum(len(x) for x in ids)
+        text = model.config.get_text_config(decoder=True)
+        head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+        per_token = 2 * text.num_hidden_layers * text.num_key_value_heads * head_dim * 4
+        silence = processor.tokenizer.convert_tokens_to_ids("</Silence>")
+        responding = sum(x[a] != silence for x in ids for a, _ in turns_of(processor, x))
+        line = (
+            f"{args.arch}-{args.size}, N={args.episodes} streams x T={T} frames ({tokens} tokens in all, "
+            f"{len(ids[0])} in the first; {responding} of {args.episodes * T} turns respond, proactive stand-in fit to "
+            f"{min(8, args.episodes)} of the streams, --respond {args.respond}), batch {batch_size}, median of {reps} interleaved repetitions: one at a "
+            f"time {med['one at a time']:.2f}s, batched {med['batched']:.2f}s = {speedup:.2f}x faster"
+            f"{' (' + goals[0] + ')' if T in (16, 64) else ''}; limit (image processing + full forwards, {rows} "
+            f"rows per forward at --limit-tokens {args.limit_tokens}) {med['limit']:.2f}s: batched = "
+            f"{over_limit:.2f}x the limit{' (' + goals[-1] + ')' if T in (64, 256) else ''}, one at a time = "
+            f"{med['one at a time'] / med['limit']:.2f}x. Batched: {stats.language_calls} language-model calls "
+            f"({statistics.mean(stats.rows_per_call):.1f} rows each on average, {stats.language_s:.2f}s), "
+            f"{stats.vision_calls} vision calls ({stats.vision_s:.2f}s), {stats.tokens} tokens fed (rejected drafts' "
+            f"frames are fed again: {stats.tokens / tokens:.2f}x the final tokens); "
+            f"peak KV cache {stats.peak_cache_used / 2**20:.1f} MiB in use ({stats.peak_cache_bytes / 2**20:.1f} MiB "
+            f"allocated) = {stats.peak_cache_used / per_token:.0f} tokens held at once at {per_token} B/token (2 x "
+            f"layers x KV heads x head dim x 4 B; the {args.episodes} final sequences hold {tokens}): linear in B and "
+            f"T, no re-prefill. "
+            f"Runs: " + "; ".join(f"{k} " + ", ".join(f"{x:.2f}" for x in v) + "s" for k, v in times.items())
+        )
+        record("batched streaming (docs/spec.md §9)", line, dry=args.no_record)
+
+
+def grpo_benchmark(args) -> None:
+    """A streaming GRPO step, rollouts one group after another vs batched (module docstring)."""
+    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
+    from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
+    from proactive_rl.grpo.streaming.windows import build_windows
+    from proactive_rl.synthetic import generate_episodes
+
+    episodes = generate_episodes("accident", 4, 11, duration=[10, 14])
+    windows = build_windows(episodes, lead_s=3.0, tail_s=2.0, max_window_s=6.0, prefix_s=3.0)[:4]
+    model, processor = build_tiny(args.arch, args.size, seed=0)
+    model = proactive_stand_in(model, processor, respond=0.2)
+    trainers, rollout_s = {}, {}
+    for name, batch_size in (("one group after another", 1), ("batched", 8)):
+        config = StreamingGRPOConfig(
+            output_dir=f"/tmp/bench-grpo-{batch_size}",
+            per_device_train_batch_size=4 * 8,
+            num_generations=8,
+            max_steps=1,
+            max_turn_tokens=4,
+            temperature=0.8,
+            learning_rate=0.0,
+            report_to="none",
+            use_cpu=True,
+            save_strategy="no",
+            logging_steps=1,
+            seed=0,
+            bf16=False,
+            rollout_batch_size=batch_size,
+        )
+        trainer = StreamingGRPOTrainer(model=model, args=config, windows=windows, processing_class=processor)
+        rollout_s[name] = []
+
+        def timed(prompts, t, _f=trainer.rollout_func, _name=name):
+            start = time.perf_counter()
+            try:
+                return _f(prompts, t)
+            finally:
+                rollout_s[_name].append(time.perf_counter() - start)
+
+        trainer.rollout_func = timed
+        trainers[name] = trainer
+    step_s = {name: [] for name in trainers}
+    for trainer in trainers.values():  # warm-up
+        trainer.train()
+    for name in rollout_s:
+        rollout_s[name].clear()
+    for _ in range(args.repeats):
+        for name, trainer in trainers.items():
+            start = time.perf_counter()
+            trainer.train()
+            step_s[name].append(time.perf_counter() - start)
+    med = {k: statistics.median(v) for k, v in step_s.items()}
+    roll = {k: statistics.median(v) for k, v in rollout_s.items()}
+    a, b = "one group after another", "batched"
+    speedup = med[a] / med[b]
+    line = (
+        f"{args.arch}-{args.size}, 4 windows x G=8 (accident, windows <= 6 s with a 3 s prefix, <= 4 tokens a turn, "
+        f"proactive stand-in policy), median of {args.repeats} interleaved steps: rollouts {a} {med[a]:.2f}s/step "
+        f"(rollout {roll[a]:.2f}s), batched (rollout_batch_size 8) {med[b]:.2f}s/step (rollout {roll[b]:.2f}s) = "
+        f"{speedup:.2f}x faster (goal >= {GOAL_GRPO}x " + ("met" if speedup >= GOAL_GRPO else "MISSED") + "); "
+        f"rollouts alone {roll[a] / roll[b]:.2f}x. Steps: "
+        + "; ".join(f"{k} " + ", ".join(f"{x:.2f}" for x in v) + "s" for k, v in step_s.items())
+    )
+    record("batched streaming: GRPO step (docs/spec.md §8, §9)", line, dry=args.no_record)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, nargs="+", default=[16, 64, 256])
@@ -174,9 +369,21 @@ def main():
     # one thread: the benchmark machines are shared, and oversubscribed intra-op threads make timings erratic
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch's default)")
     parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--episodes", type=int, default=0, help="N: also benchmark batched evaluation of N streams")
+    parser.add_argument("--batch-size", type=int, default=0, help="episodes in lockstep (default: N)")
+    parser.add_argument("--limit-tokens", type=int, default=65536, help="padded tokens per full forward of the limit")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved repetitions (batched, GRPO; T=256: 1/3)")
+    parser.add_argument("--grpo", action="store_true", help="also benchmark a GRPO step, rollouts batched vs not")
+    parser.add_argument("--skip-single", action="store_true", help="skip the one-episode configurations")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.episodes:
+        batched_benchmark(args)
+    if args.grpo:
+        grpo_benchmark(args)
+    if args.skip_single:
+        return
 
     rng = np.random.default_rng(0)
     all_frames = [rng.integers(0, 255, size=(64, 64, 3), dtype=np.uint8) for _ in range(max(args.frames))]

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 
 def _add_synth_arguments(parser: argparse.ArgumentParser) -> None:
+    # deferred: keeps --help / light imports fast
     from proactive_eval.episodes import TASKS  # light: numpy only
 
     kinds = ("occlusion", "corruption", "sketch", "zoom_out")
@@ -60,6 +61,7 @@ def _csv(value: str, valid: Sequence[str], flag: str) -> list[str]:
 
 
 def _run_synth(args: argparse.Namespace) -> int:
+    # deferred: keeps --help / light imports fast
     from proactive_eval.episodes import TASKS
     from proactive_rl.synthetic.environments import KINDS
     from proactive_rl.synthetic.export import export_dataset
@@ -116,12 +118,14 @@ def _run_synth(args: argparse.Namespace) -> int:
 
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    # deferred: keeps --help / light imports fast
     from proactive_rl.evaluation.command import add_arguments  # light: argparse only at import
 
     add_arguments(parser)
 
 
 def _run_eval(args: argparse.Namespace) -> int:
+    # deferred: keeps --help / light imports fast
     from proactive_rl.evaluation.command import run
 
     return run(args)
@@ -176,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `proactive-rl` console script; returns the exit code."""
+    # deferred: keeps --help / light imports fast
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--debug"]:  # tracebacks for input errors too (proactive_rl.errors)
         os.environ["PROACTIVE_RL_DEBUG"] = "1"

@@ -14,6 +14,9 @@ import os
 import sys
 from collections.abc import Iterable
 
+from proactive_eval.records import EpisodeError
+from proactive_eval.video import VideoError
+
 DEBUG_ENV = "PROACTIVE_RL_DEBUG"
 
 
@@ -31,9 +34,6 @@ class NotAFolder(InputError, NotADirectoryError):
 
 def input_errors() -> tuple[type[Exception], ...]:
     """The exception types reported in one line: `InputError` and the episode readers' record and video errors."""
-    from proactive_eval.records import EpisodeError
-    from proactive_eval.video import VideoError
-
     return InputError, EpisodeError, VideoError
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import yaml
+
 from proactive_rl.errors import InputError, MissingInput, did_you_mean
 from proactive_rl.shipped import resolve_recipe
 
@@ -43,8 +45,6 @@ def field_names(parser) -> set[str]:
 
 def check_keys(parser, argv: Sequence[str]) -> None:
     """Raise `InputError` for a recipe key or a ``--flag`` that no dataclass of `parser` has, naming the closest."""
-    import yaml
-
     valid = field_names(parser)
     path = config_path(argv)
     if path is not None:

@@ -11,7 +11,11 @@ import importlib
 from collections.abc import Sequence
 from types import ModuleType
 
+import yaml
+
 from proactive_rl.errors import InputError, MissingInput, did_you_mean
+from proactive_rl.models.spec import check_model_path
+from proactive_rl.recipe_args import config_path, located, resolve_config
 from proactive_rl.shipped import resolve_recipe
 
 TRAINERS = {
@@ -32,8 +36,6 @@ def trainer_module(name: str) -> ModuleType:
 
 def recipe_trainer(argv: Sequence[str]) -> str:
     """The ``trainer`` named by the ``--config`` recipe (default ``sft``); a ``--trainer`` flag is not accepted."""
-    import yaml
-
     path = None
     for i, arg in enumerate(argv):
         if arg == "--config" and i + 1 < len(argv):
@@ -59,8 +61,6 @@ def recipe_trainer(argv: Sequence[str]) -> str:
 
 def recipe_model(argv: Sequence[str]) -> str | None:
     """The ``model_name_or_path`` a run will load: the command line's, else the ``--config`` recipe's."""
-    import yaml
-
     model, path = None, None
     for i, arg in enumerate(argv):
         if arg == "--model_name_or_path" and i + 1 < len(argv):
@@ -89,9 +89,6 @@ def run_train(argv: Sequence[str]) -> int:
     model folder does not exist fails here, before torch or the trainer is imported (`MissingInput`, which
     ``proactive-rl`` prints in one line).
     """
-    from proactive_rl.models.spec import check_model_path
-    from proactive_rl.recipe_args import config_path, located, resolve_config
-
     argv = resolve_config(argv)
     trainer = recipe_trainer(argv)
     model = recipe_model(argv)

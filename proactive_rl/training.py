@@ -6,14 +6,24 @@ loss; loading the model and saving the result are the same code.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.errors import InputError
+import yaml
+
+from proactive_rl.chat.messages import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT
+from proactive_rl.errors import InputError, input_errors, report
+from proactive_rl.evaluation import ProactiveEvalCallback
+from proactive_rl.evaluation.config import EvalCallbackConfig
+from proactive_rl.evaluation.shutdown import exit_launched
 from proactive_rl.models.spec import check_model_path, load_model_spec, parse_tiny_spec
 from proactive_rl.models.tokenizer import STATE_TOKENS
+from proactive_rl.recipe_args import config_path, located, parse_recipe, resolve_config
 
 PRIVATE_TOUCHES = {
     "_tied_weights_keys": "transformers 5.24.0: PreTrainedModel._tied_weights_keys, keys a checkpoint may omit "
@@ -28,12 +38,6 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
     An error about the input (an unknown recipe key, a bad value, a missing data file or model folder) is printed as
     one line naming the recipe, and the exit status is 2 (`proactive_rl.errors.report`; `proactive_rl.recipe_args`).
     """
-    import sys
-
-    from proactive_rl.errors import input_errors, report
-    from proactive_rl.evaluation.shutdown import exit_launched
-    from proactive_rl.recipe_args import config_path, located, parse_recipe, resolve_config
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
     path = config_path(argv)
@@ -53,7 +57,7 @@ def check_model_args(model_args) -> None:
     ``load_in_4bit`` / ``load_in_8bit`` (QLoRA, bitsandbytes) needs a CUDA GPU, the bitsandbytes package, a real
     checkpoint and ``use_peft: true``, and is refused with the flag's name otherwise (never silently ignored).
     """
-    import importlib.util
+    # deferred: keeps torch/transformers out of light import paths
 
     import torch
 
@@ -79,6 +83,7 @@ def load_for_training(model_args, seed: int = 0, state_tokens: bool = True):
 
     ``load_in_4bit`` / ``load_in_8bit`` load the checkpoint quantized (QLoRA) on the local GPU (`check_model_args`).
     """
+    # deferred: keeps torch/transformers out of light import paths
     from trl import get_quantization_config
 
     check_model_args(model_args)
@@ -109,6 +114,7 @@ def peft_config_for(model_args, model, processor, state_tokens: bool = True):
     ``trainable_token_indices`` or saves the embeddings whole (``lora_modules_to_save``) keeps its choice; a trainer
     whose outputs carry no state tokens (single-turn MCQA) passes ``state_tokens=False``.
     """
+    # deferred: keeps torch/transformers out of light import paths
     from trl import get_peft_config
 
     config = get_peft_config(model_args)
@@ -140,7 +146,7 @@ def load_checkpoint_weights(trainer, resume_from_checkpoint: str, model=None) ->
     key layout (``visual.*``, ``model.layers.*``), so a resume would silently keep the *initial* weights;
     ``from_pretrained`` maps the keys. A checkpoint that does not match the model is an error naming it.
     """
-    import os
+    # deferred: keeps torch/transformers out of light import paths
 
     from transformers.utils import SAFE_WEIGHTS_NAME
 
@@ -163,7 +169,6 @@ def eval_callback_config(raw, where: str = "eval_callback"):
     """A recipe's ``eval_callback`` block validated (`EvalCallbackConfig`) when the recipe is parsed; None stays None."""
     if raw is None:
         return None
-    from proactive_rl.evaluation.config import EvalCallbackConfig
 
     return EvalCallbackConfig.from_dict(raw, where)
 
@@ -172,7 +177,6 @@ def attach_eval_callback(trainer, config):
     """Evaluate the live model on save / every N steps (`ProactiveEvalCallback`, ZeRO-3-safe); None: nothing."""
     if config is None:
         return None
-    from proactive_rl.evaluation import ProactiveEvalCallback
 
     return ProactiveEvalCallback(config).attach(trainer)
 
@@ -217,6 +221,7 @@ def finish(trainer, output_dir: str, reports: dict[str, Any] | None = None, mode
 
 def push_folder(trainer, output_dir: str) -> None:
     """Upload ``output_dir`` (model, processor with its state tokens, card) to the run's hub repository."""
+    # deferred: keeps torch/transformers out of light import paths
     import huggingface_hub
 
     repo = getattr(trainer, "hub_model_id", None)
@@ -247,12 +252,6 @@ def latest_evaluation(output_dir: str, reports: dict[str, Any] | None = None) ->
 
 def model_card(trainer, output_dir: str, reports: dict[str, Any] | None = None, model_args=None) -> str:
     """``README.md`` of a saved model folder: base model, recipe, state tokens, how to prompt, latest evaluation."""
-    import sys
-
-    import yaml
-
-    from proactive_rl.chat.messages import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT
-
     base = getattr(model_args, "model_name_or_path", None) or getattr(trainer.model.config, "name_or_path", "")
     argv = sys.argv[1:]
     recipe = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)

@@ -1,5 +1,6 @@
 """The layer contracts of docs/architecture.md hold: `lint-imports` (pyproject's [tool.importlinter]) keeps them all."""
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,45 @@ def test_import_layers_and_no_cycles():
     run = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "0 broken" in run.stdout
+
+
+PACKAGES = ("proactive_rl", "eval/proactive_eval", "rewards/proactive_rewards")
+
+
+def undeclared_local_imports(source):
+    """Line numbers of imports inside a function whose function has no ``# deferred: <why>`` comment.
+
+    >>> undeclared_local_imports("def f():\\n    import json\\n")
+    [2]
+    >>> undeclared_local_imports("def f():\\n    # deferred: optional extra\\n    import wandb\\n")
+    []
+    """
+    lines = source.splitlines()
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                if not any("# deferred:" in line for line in lines[function.lineno - 1 : node.end_lineno]):
+                    found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_imports_are_at_module_top_unless_deferred_on_purpose():
+    """A function-local import is allowed only with a ``# deferred: <why>`` comment in its function."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line in undeclared_local_imports(path.read_text())
+    ]
+    assert not offenders, "move these imports to module top or say `# deferred: <why>`:\n" + "\n".join(offenders)
+
+
+def test_the_local_import_check_can_fail():
+    source = "import os\n\n\ndef f():\n    from json import dumps\n    return dumps\n"
+    assert undeclared_local_imports(source) == [5]
 
 
 # --- docs/architecture.md's recipes, followed step by step --------------------------------------------------------

@@ -260,6 +260,8 @@ def test_gpu_script_dry_run(tmp_path, monkeypatch):
     result = gpu.main(["--dry-run"])
     assert 3.7e9 < result["params_3b_config"]["total"] < 3.8e9  # Qwen2.5-VL-3B: 3.75 B parameters
     assert result["sft"]["tokens_per_s"] > 0 and result["stream"]["frames"] == 3
+    batched = result["batched"]  # the batched-streaming measurement ran (same tokens as one at a time: checked)
+    assert batched["streams"] == 2 and batched["language_calls"] > 0 and batched["peak_kv_cache_used_bytes"] > 0
     assert (tmp_path / "qwen2_5_vl_3b.json").exists()
     assert "tokens/s" in result["line"]
 

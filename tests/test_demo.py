@@ -28,7 +28,7 @@ def fake_pipeline(tmp_path, monkeypatch):
     episode = Episode(
         id="ep0", task="accident", duration=6.0, instruction="Say Warning.", targets=[Target(3.0, "Warning")]
     )
-    monkeypatch.setattr(pipeline, "_timeline_episodes", lambda d: [episode])
+    monkeypatch.setattr(pipeline, "_timeline_episodes", lambda d, s: [episode])
 
     def train(stage, overrides, out):
         calls.append((stage, overrides["model_name_or_path"]))
@@ -122,9 +122,9 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     """Every real stage on a sliver of the quick settings; then a second setup reuses the model and the data."""
     settings = replace(
         quick(),
-        eval_episodes=1,
-        eval_pauc_episodes=1,
-        eval_envs=1,
+        eval_episodes=2,  # two per task and kind: each one's frames can be swapped for the other's
+        eval_pauc_episodes=2,
+        eval_envs=2,
         max_new_tokens=3,
         sft={"max_steps": 2},
         grpo_streaming={"max_steps": 1, "per_device_train_batch_size": 4},
@@ -141,6 +141,13 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     for stage in summary["stages"]:
         assert set(stage["metrics"]) >= {"prs_u", "prs_b", "pauc", "acc", "ps", "accident/prs_b"}
         assert 0.0 <= stage["metrics"]["prs_b"] <= 100.0 and 0.0 <= stage["metrics"]["acc"] <= 100.0
+        # the blind row and the swapped frames, from the evaluators themselves
+        assert {"accident/blind_prs_b", "blind_prs_b", "blind_acc", "accident/prs_b_swap", "acc_swap"} <= set(
+            stage["metrics"]
+        )
+    text = (tmp_path / "report" / "README.md").read_text()
+    assert report.BLIND_ROW in text and "accident PRS-B swap" in text
+    assert any(name.startswith("blind schedule <= 65") for name in (d["direction"] for d in summary["directions"]))
     for name in ("README.md", "metrics_by_stage.png"):
         assert (tmp_path / "report" / name).stat().st_size > 0
     assert list((tmp_path / "report").glob("timeline_*.png"))
@@ -214,3 +221,71 @@ def test_cli_parses_seeds():
 
     assert build_parser().parse_args(["demo", "--seeds", "3"]).seeds == 3
     assert build_parser().parse_args(["demo"]).seeds == 1
+
+
+# A run that reports the blind schedule and the swapped frames (the evaluators' looks metrics, docs/spec.md §14).
+LOOKS = {"accident/blind_prs_u": 20.0, "accident/blind_prs_b": 50.0, "blind_prs_u": 20.0, "blind_prs_b": 50.0}
+LOOKS_RUN = [
+    _stage(
+        "untrained", **{"accident/prs_b": 0.0, "accident/prs_b_swap": 0.0, "acc": 20.0, **LOOKS, "blind_acc": 30.0}
+    ),
+    _stage("sft", **{"accident/prs_b": 64.0, "accident/prs_b_swap": 50.0, "acc": 30.0, **LOOKS, "blind_acc": 30.0}),
+    _stage("grpo_streaming", **{"accident/prs_b": 70.0, "accident/prs_b_swap": 40.0, **LOOKS, "blind_acc": 30.0}),
+    _stage(
+        "grpo_suggestion",
+        **{"accident/prs_b": 75.0, "accident/prs_b_swap": 56.0, "acc": 45.0, "acc_swap": 30.0, **LOOKS},
+        blind_acc=30.0,
+    ),
+]
+
+
+def test_claims_against_the_blind_schedule_and_the_swap_hand_checked():
+    from proactive_rl.demo.checks import claims
+
+    got = {name: (ok, detail) for name, ok, detail in claims(LOOKS_RUN)}
+    assert got == {
+        "blind schedule <= 65 on accident PRS-B": (True, "50.0"),
+        "SFT >= blind + 15 on accident PRS-B": (False, "64.0 vs 50.0"),  # 64 < 65
+        "final >= blind + 25 on accident PRS-B": (True, "75.0 vs 50.0"),  # 75 >= 75
+        "swapped frames lower the final accident PRS-B by >= 20": (False, "75.0 vs 56.0"),  # drop 19
+        "streaming GRPO >= SFT + 5 on mean task PRS-B": (True, "70.0 vs 64.0"),  # one task: its PRS-B
+        "final MCQA acc >= image-blind + 15": (True, "45.0 vs 30.0"),
+        "swapped images lower the final MCQA acc by >= 10": (True, "45.0 vs 30.0"),
+    }
+    assert claims(RUN) == []  # no blind row reported: nothing to claim against
+
+
+def test_report_shows_the_blind_row_first_and_the_vision_gain():
+    table = report.markdown_table(LOOKS_RUN).splitlines()
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    blind = [c.strip() for c in table[2].strip("|").split("|")]
+    assert blind[0] == report.BLIND_ROW and blind[header.index("accident PRS-B")] == "50.00"
+    assert blind[header.index("MCQA acc")] == "30.00"
+    assert [c.strip() for c in table[3].strip("|").split("|")][0] == "untrained"
+    looks = report.looks_table(LOOKS_RUN).splitlines()
+    head = [c.strip() for c in looks[0].strip("|").split("|")]
+    final = [c.strip() for c in looks[-1].strip("|").split("|")]
+    assert head[1:4] == ["accident PRS-B own", "accident PRS-B swap", "accident PRS-B gain"]
+    assert final[0] == "grpo_suggestion" and final[1:4] == ["75.00", "56.00", "19.00"]
+    assert final[head.index("MCQA acc gain")] == "15.00"
+    assert report.looks_table(RUN) == "" and report.blind_stage(RUN) is None
+
+
+def test_the_demo_world_leaves_room_to_show_seeing():
+    """On the episodes the demo scores, the blind schedule fitted on its training split stays at most 65 PRS-B
+    on every streaming task, in seeds 0-2 (`make demo SEEDS=3`); the 10-14 s world of earlier demos scored 79-91."""
+    from proactive_eval.baseline import blind_prs_summary
+    from proactive_rl.synthetic.export import split_seed, split_sizes
+    from proactive_rl.synthetic.generate import generate_episodes
+
+    settings = DemoSettings()
+    train, _, test = split_sizes(settings.episodes_per_task, settings.fractions)
+    knobs = {"duration": settings.duration, **settings.knobs}
+    for seed in (0, 1, 2):
+        for task in settings.prs_tasks:
+            fit = generate_episodes(task, train, split_seed(seed, "train"), **knobs)
+            held = generate_episodes(task, test, split_seed(seed, "test"), **knobs)[: settings.eval_episodes]
+            blind = blind_prs_summary(held, fit)["overall"]["prs_b"]
+            assert blind <= 65.0, (seed, task, blind)
+    short = generate_episodes("accident", train, 0, duration=(10, 14))
+    assert blind_prs_summary(generate_episodes("accident", 10, 2, duration=(10, 14)), short)["overall"]["prs_b"] > 85

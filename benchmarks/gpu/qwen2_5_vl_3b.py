@@ -19,6 +19,10 @@ and two measurements run:
    a frame (append + assistant turn of at most ``--turn-tokens`` tokens) frame by frame and with speculative silence
    (K = 1; same tokens, checked); recorded, the engine's time over the whole stream (frame by frame, K = 1, K = 16 with
    one vision call per block) over one full forward pass of the final sequence (image processing included).
+3. Batched streaming (`proactive_rl.streaming.batch`): ``--streams`` recorded streams of ``--batched-frames``
+   frames played one at a time, then all in lockstep (one vision call and one packed language-model call per round;
+   same tokens, checked), against the limit: full forwards over the final sequences, right-padded, as many rows per
+   forward as ``--limit-tokens`` allow; with the peak KV-cache memory of the batch and the GPU's peak allocation.
 
 Prints one JSON object (and writes it to ``$OUT/qwen2_5_vl_3b.json`` when ``$OUT`` is set). ``--dry-run`` runs the
 same code on the CPU with the tiny model and tiny sizes (a test does this)::
@@ -333,6 +337,80 @@ def bench_stream(model, processor, chunks, device, turn_tokens: int, respond: fl
     }
 
 
+def bench_batched(model, processor, device, n_streams: int, frames: int, turn_tokens: int, limit_tokens: int) -> dict:
+    """Batched evaluation of `n_streams` recorded streams: one at a time vs in lockstep vs the full-forward limit
+    (the model already has its proactive head, `bench_stream`)."""
+    from proactive_eval.episodes import Episode
+    from proactive_eval.streaming import run_episode
+    from proactive_rl.streaming import HFStreamingPolicy, SamplingParams
+    from proactive_rl.streaming.batch import Batcher
+    from proactive_rl.synthetic import generate_episodes, render_frames
+
+    seconds = [max(frames, 10)] * 2
+    streams = [
+        [f for _, f in render_frames(e)[:frames]] for e in generate_episodes("atomic", n_streams, 2, duration=seconds)
+    ]
+    params = SamplingParams(max_new_tokens=turn_tokens, defer_capped_stop=True)
+
+    def play(batcher=None):
+        def one(k):
+            policy = HFStreamingPolicy(model, processor, params, batcher=batcher)
+            episode = Episode(
+                id=f"stream-{k}", task="atomic", duration=float(frames), instruction="Count the circles."
+            )
+            run_episode(policy, episode, frame_source=lambda e: [(float(t), f) for t, f in enumerate(streams[k])])
+            return policy.session.token_ids()
+
+        sync(device)
+        start = time.perf_counter()
+        ids = [one(k) for k in range(n_streams)] if batcher is None else batcher.map(range(n_streams), one, n_streams)
+        sync(device)
+        return time.perf_counter() - start, ids
+
+    one_s, ids = play()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    batcher = Batcher(model, processor)
+    batched_s, batched_ids = play(batcher)
+    if batched_ids != ids:
+        raise RuntimeError("batched and one-at-a-time streaming decoded different tokens")
+    peak_gpu = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    rows = max(1, min(n_streams, limit_tokens // max(len(x) for x in ids)))
+    sync(device)
+    start = time.perf_counter()
+    for k in range(0, n_streams, rows):
+        part = ids[k : k + rows]
+        vision = processor.image_processor(images=[f for s in streams[k : k + rows] for f in s], return_tensors="pt")
+        longest = max(len(x) for x in part)
+        t = torch.tensor([x + [processor.tokenizer.pad_token_id] * (longest - len(x)) for x in part], device=device)
+        with torch.no_grad():
+            model(
+                input_ids=t,
+                mm_token_type_ids=(t == model.config.image_token_id).long(),
+                pixel_values=vision["pixel_values"].to(device, model.dtype),
+                image_grid_thw=vision["image_grid_thw"].to(device),
+                logits_to_keep=1,
+            )
+    sync(device)
+    limit_s = time.perf_counter() - start
+    return {
+        "streams": n_streams,
+        "frames": frames,
+        "tokens": sum(len(x) for x in ids),
+        "one_at_a_time_s": one_s,
+        "batched_s": batched_s,
+        "limit_s": limit_s,
+        "limit_rows_per_forward": rows,
+        "speedup": one_s / batched_s,
+        "batched_over_limit": batched_s / limit_s,
+        "language_calls": batcher.stats.language_calls,
+        "vision_calls": batcher.stats.vision_calls,
+        "peak_kv_cache_bytes": batcher.stats.peak_cache_bytes,
+        "peak_kv_cache_used_bytes": batcher.stats.peak_cache_used,
+        "peak_gpu_bytes": peak_gpu,
+    }
+
+
 def peak_tflops(device: torch.device, override: float | None) -> float | None:
     if override:
         return override
@@ -354,11 +432,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--turn-tokens", type=int, default=8, help="max decoded tokens per assistant turn")
     parser.add_argument("--respond", type=float, default=0.05, help="share of turn starts the stand-in head answers")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the GPU's dense bf16 peak (for MFU)")
+    parser.add_argument("--streams", type=int, default=8, help="recorded streams of the batched measurement")
+    parser.add_argument("--batched-frames", type=int, default=32, help="frames per stream, batched measurement")
+    parser.add_argument("--limit-tokens", type=int, default=32768, help="padded tokens per full forward (limit)")
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny model, tiny sizes: check the preparation")
     args = parser.parse_args(argv)
     if args.dry_run:
         args.batch, args.seconds, args.frame_side, args.steps, args.warmup, args.frames = 1, 10, 4, 1, 1, 3
-        args.turn_tokens = 2
+        args.turn_tokens, args.streams, args.batched_frames = 2, 2, 3
     started = time.perf_counter()
 
     # 1. everything that needs no GPU
@@ -383,6 +464,9 @@ def main(argv: list[str] | None = None) -> dict:
     built_s = time.perf_counter() - start
     sft = bench_sft(model, processor, batch, device, args.steps, args.warmup)
     stream = bench_stream(model, processor, chunks, device, args.turn_tokens, args.respond)
+    batched = bench_batched(
+        model, processor, device, args.streams, args.batched_frames, args.turn_tokens, args.limit_tokens
+    )
     peak = peak_tflops(device, args.peak_tflops)
     mfu = sft["tflops_per_s"] / peak if peak else None
     result = {
@@ -398,6 +482,7 @@ def main(argv: list[str] | None = None) -> dict:
         "mfu": mfu,
         "peak_tflops": peak,
         "stream": stream,
+        "batched": batched,
         "total_s": time.perf_counter() - started,
     }
     mfu_text = f"MFU {100 * mfu:.1f}% of {peak:.0f} TFLOP/s" if mfu else "MFU n/a (unknown peak)"
@@ -409,7 +494,12 @@ def main(argv: list[str] | None = None) -> dict:
         f"live {stream['frame_ms_median']:.1f} ms/frame median frame by frame (p90 {stream['frame_ms_p90']:.1f}), "
         f"{stream['speculative_frame_ms_median']:.1f} with speculative silence (p90 "
         f"{stream['speculative_frame_ms_p90']:.1f}); recorded, engine / one full forward ({stream['full_forward_s']:.2f}"
-        f" s): " + ", ".join(f"{k} {v:.2f}x" for k, v in stream["engine_over_full"].items())
+        f" s): "
+        + ", ".join(f"{k} {v:.2f}x" for k, v in stream["engine_over_full"].items())
+        + f"; batched streaming, {batched['streams']} streams x {batched['frames']} frames: one at a time "
+        f"{batched['one_at_a_time_s']:.2f} s, batched {batched['batched_s']:.2f} s = {batched['speedup']:.2f}x faster, "
+        f"{batched['batched_over_limit']:.2f}x the full-forward limit ({batched['limit_s']:.2f} s, "
+        f"{batched['limit_rows_per_forward']} rows per forward)"
     )
     text = json.dumps(result, indent=2, default=str)
     print(text)

@@ -32,7 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from proactive_rewards import Response
+from proactive_eval.metrics.content import content_scorers
+from proactive_eval.metrics.pauc import episode_group
+from proactive_eval.metrics.prs import _prs_score, _question
+from proactive_rewards import Response, exact_match
 
 GRID_POINTS = 400
 FRACTIONS = 50
@@ -234,9 +237,6 @@ def _search(table: _ScoreTable, k_max: int, held_out: np.ndarray | None) -> list
 def _content_fn(content_scorer) -> Callable:
     """``content(episode, response_text, target_text)``: the PRS content scorer of the episode's task (bound to its
     question for a judge), cached per distinct pair."""
-    from proactive_eval.metrics.content import content_scorers
-    from proactive_eval.metrics.prs import _question
-
     scorers = content_scorer if content_scorer is not None else content_scorers()
     cache: dict[tuple, float] = {}
 
@@ -259,8 +259,6 @@ def _content_fn(content_scorer) -> Callable:
 
 def _prefetch(content_scorer, episodes: Sequence, texts: list[str]) -> None:
     """A judge-backed content scorer is asked for every (candidate text, target) pair in one batch."""
-    from proactive_eval.metrics.prs import _question
-
     for episode in episodes:
         scorer = content_scorer.get(episode.task) if isinstance(content_scorer, dict) else content_scorer
         if hasattr(scorer, "prefetch"):
@@ -272,8 +270,6 @@ def _prefetch(content_scorer, episodes: Sequence, texts: list[str]) -> None:
 
 
 def _exact():
-    from proactive_rewards import exact_match
-
     return exact_match
 
 
@@ -347,9 +343,6 @@ def blind_prs_summary(
         `dict`: ``{"overall": {"prs_u", "prs_b", "num_episodes"}, "groups": {group: {...}}, "fit": {task: how},
         "schedules": {task: {"prs_u": schedule, "prs_b": schedule}}, "distinct_schedules": {...}}`` (× 100).
     """
-    from proactive_eval.metrics.pauc import episode_group
-    from proactive_eval.metrics.prs import _prs_score
-
     prs_score, content = _prs_score(), _content_fn(content_scorer)
     blind = fit_blind_prs(episodes, reference, alpha, content_scorer, max_responses)
     summary: dict[str, Any] = {"overall": {}, "groups": {}, "fit": blind.fit, "schedules": {}}

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from proactive_eval.metrics.proactivebench import proactivebench_summary
+from proactive_eval.judges import oeg_prompt
+from proactive_eval.metrics.proactivebench import oeg_judgment, oeg_summary, proactivebench_summary
 
 MAX_SUGGESTIONS = 4
 MAX_CATEGORIES = 8
@@ -169,9 +170,6 @@ def blind_oeg_summary(items: Sequence[dict], judge, reference: Sequence[dict] | 
     (`oeg_judgment`) and fitted on ``agg`` (on `reference` items when given, else leave-one-out; ties: the more
     common text). Items are ``{"id", "dataset", "prompt", "valid_answers"}``; returns `oeg_summary` with
     ``groups``, ``fit`` and ``policies``."""
-    from proactive_eval.judges import oeg_prompt
-    from proactive_eval.metrics.proactivebench import oeg_judgment, oeg_summary
-
     chosen, fit, policies = [], {}, {}
     for dataset in dict.fromkeys(i["dataset"] for i in items):
         evaluated = [i for i in items if i["dataset"] == dataset]

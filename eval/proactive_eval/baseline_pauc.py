@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from proactive_eval.baseline import MAX_TEXTS
-from proactive_eval.metrics.pauc import MAX_SCORE, OMEGAS, START_SCORE, _judge_all, parse_judge_level
+from proactive_eval.metrics.pauc import MAX_SCORE, OMEGAS, START_SCORE, _judge_all, parse_judge_level, score_pauc
 from proactive_rewards import Response
 
 FRACTIONS = 10
@@ -77,8 +77,6 @@ def blind_pauc_summary(
         `dict`: ``{"overall": {"omega=ω", ...}, "groups": {...}, "fit": {task: how}, "schedules": {task: {"pauc":
         {"text", "fraction", "described"}}}}`` (× 100, turn-weighted, as `score_pauc`).
     """
-    from proactive_eval.metrics.pauc import score_pauc
-
     omega = FIT_OMEGA if FIT_OMEGA in omegas else omegas[0]
     scored = [e for e in episodes if e.targets]
     pool = [e for e in reference or () if e.targets]

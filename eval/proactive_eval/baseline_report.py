@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from proactive_eval.baseline import blind_prs_summary
+from proactive_eval.baseline_pauc import blind_pauc_summary
+from proactive_eval.scoring import make_judge, prs_content_scorers
+
 
 def baseline_results(episodes, reference=None, alpha: float = 0.05, judge_spec: str = "rule:token_f1") -> dict:
     """The blind rows of streaming episodes: ``{"prs": ..., "pauc": ...}`` (those present), fitted on `reference`
     or by leave-one-out."""
-    from proactive_eval.baseline import blind_prs_summary
-    from proactive_eval.baseline_pauc import blind_pauc_summary
-    from proactive_eval.scoring import make_judge, prs_content_scorers
-
     out: dict[str, Any] = {}
     pvqa = [e for e in episodes if e.task == "pvqa"]
     other = [e for e in episodes if e.task != "pvqa"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import os
 import sys
@@ -42,6 +43,7 @@ CLIError = UsageError
 
 def detect_format(path: str | Path) -> str:
     """``pvqa`` when the first record has ``answer`` + ``conversation`` (ProactiveVideoQA), else ``episodes``."""
+    # deferred: keeps --help / light imports fast
     from proactive_eval.records import read_records
 
     records = read_records(path)
@@ -52,6 +54,7 @@ def detect_format(path: str | Path) -> str:
 def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise", video_root: str | Path | None = None):
     """Episodes from `path` in format `fmt` (one of `FORMATS`); relative videos resolve against `video_root`
     (default: the file's folder)."""
+    # deferred: keeps --help / light imports fast
     if fmt not in FORMATS:
         raise CLIError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if not Path(path).exists():
@@ -72,6 +75,7 @@ def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise", video
 def make_policy(spec: str):
     """A `StreamingPolicy` from ``silent``, ``replay:PREDICTIONS.jsonl``, ``openai:MODEL@BASE_URL`` or
     ``package.module:factory`` (called with no arguments)."""
+    # deferred: keeps --help / light imports fast
     from proactive_eval import streaming
 
     kind, _, rest = spec.partition(":")
@@ -136,6 +140,7 @@ def cmd_score(args) -> int:
 
 
 def cmd_run(args) -> int:
+    # deferred: keeps --help / light imports fast
     try:
         from proactive_eval.streaming import run_streaming
     except ImportError as err:
@@ -194,6 +199,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_convert(args) -> int:
+    # deferred: keeps --help / light imports fast
     from proactive_eval.formats import missing_media, rebase_episodes, rebase_proactivebench
 
     src = Path(args.input)
@@ -230,7 +236,7 @@ def cmd_convert(args) -> int:
 
 def cmd_baseline(args) -> int:
     """The blind schedule (PRS / PAUC) or image-blind policy (MCQA) of the files (docs/spec.md §14)."""
-    import json
+    # deferred: keeps --help / light imports fast
 
     from proactive_eval.baseline_report import baseline_results, baseline_text
 
@@ -275,6 +281,7 @@ def _add_baseline(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # deferred: keeps --help / light imports fast
     parser = argparse.ArgumentParser(prog="proactive-eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)

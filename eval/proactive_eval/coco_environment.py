@@ -184,6 +184,7 @@ class COCOEnvironment:
         )
 
     def _image(self, path: Path) -> np.ndarray:
+        # deferred: optional extra
         try:
             from PIL import Image
         except ImportError as err:  # pragma: no cover - pillow is a declared extra

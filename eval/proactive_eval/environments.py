@@ -24,7 +24,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from proactive_eval.coco_environment import COCOEnvironment
 from proactive_eval.formats.proactivebench import ProactiveBenchRecord, parse_record
+from proactive_eval.formats.proactivebench_protocol import select_benchmark
 from proactive_eval.mcqa_types import MCQAObservation, StepResult
 from proactive_eval.metrics.proactivebench import classify_answer, dataset_key, proactivebench_summary
 from proactive_eval.records import EpisodeError, EpisodeList, collect, read_records
@@ -265,8 +267,6 @@ def make_environment(
 ) -> MCQAEnvironment:
     """The environment of one record: `COCOEnvironment` for MS-COCO, `ProactiveBenchEnvironment` otherwise."""
     if dataset_key(dataset) == "COCO":
-        from proactive_eval.coco_environment import COCOEnvironment
-
         return COCOEnvironment(record, data_dir, hint=hint, load_images=load_images, file=file)
     return ProactiveBenchEnvironment(record, dataset, data_dir, hint, load_images, file)
 
@@ -297,8 +297,6 @@ def load_environments(
         `EpisodeList` of environments (a list; ``.skipped`` holds the errors of skipped records, ``.selection``
         the protocol's counts: records in the file, skipped, filtered out).
     """
-    from proactive_eval.formats.proactivebench_protocol import select_benchmark
-
     path = Path(path)
     key = dataset_key(dataset)
     if key != "COCO":
@@ -329,6 +327,7 @@ def _sequence_dataset(dataset: str) -> str:
 
 
 def _load_image(path: Path, env_id: str, file: str | None = None) -> np.ndarray:
+    # deferred: optional extra
     try:
         from PIL import Image
     except ImportError as err:  # pragma: no cover - pillow is a declared extra

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.predictions import atomic_write_text
 from proactive_eval.records import EpisodeError, EpisodeList, check_record, collect, number, read_records, span
 from proactive_rewards import BUILTIN_TASKS, Target
 from proactive_rewards.task_table import list_tasks, unknown_task_message
@@ -141,8 +142,6 @@ def load_episodes(path: str | Path, on_error: str = "raise", video_root: str | P
 
 def save_episodes(path: str | Path, episodes: list[Episode]) -> None:
     """Write episodes as a JSON list (stable key order and formatting), atomically (temp file + rename)."""
-    from proactive_eval.predictions import atomic_write_text  # lazy: predictions imports this module
-
     atomic_write_text(path, json.dumps([e.to_dict() for e in episodes], indent=1, ensure_ascii=False) + "\n")
 
 

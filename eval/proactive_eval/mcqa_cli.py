@@ -21,12 +21,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from proactive_eval.metrics.proactivebench import DATASETS, dataset_key
+from proactive_eval.predictions import atomic_write_text
+from proactive_eval.records import EpisodeError, read_records
 
 POLICY_HELP = "oracle | abstain | replay:ANSWERS.jsonl | package.module:factory"
 
 
 def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
     """``(policy_for(env) -> answer_fn, needs_images)`` for a policy spec (see the module docstring)."""
+    # deferred: keeps `proactive-eval --help` light (the environments load the format readers)
     from proactive_eval.coco_environment import is_abstention
 
     kind, _, rest = spec.partition(":")
@@ -40,8 +43,6 @@ def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
     if spec == "abstain":
         return (lambda env: lambda obs: next((o for o in obs.options if is_abstention(o)), "")), False
     if kind == "replay" and rest:
-        from proactive_eval.records import read_records
-
         answers = {(str(r["dataset"]), str(r["id"])): list(r["answers"]) for r in read_records(rest)}
 
         def replay_for(env):
@@ -60,8 +61,6 @@ def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
 
 
 def cmd_mcqa(args) -> int:
-    from proactive_eval.records import EpisodeError
-
     try:
         return _run(args)
     except EpisodeError:  # it names the file, record and field; the CLI prints it as one line
@@ -71,9 +70,9 @@ def cmd_mcqa(args) -> int:
 
 
 def _run(args) -> int:
+    # deferred: keeps `proactive-eval --help` light (the environments load the format readers)
     from proactive_eval.environments import load_environments, run_environment
     from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
-    from proactive_eval.predictions import atomic_write_text
 
     data_dir = Path(args.data_dir)
     keys = [dataset_key(d) for d in (args.datasets or DATASETS)]

@@ -26,6 +26,7 @@ DEFAULT_SYSTEM_PROMPT = (
 
 def encode_image(frame, image_format: str = "jpeg", quality: int = 90) -> str:
     """A ``data:`` URL of an ``H×W×3`` uint8 array (or a PIL image), as OpenAI-style ``image_url`` expects."""
+    # deferred: optional extra
     from PIL import Image
 
     image = frame if isinstance(frame, Image.Image) else Image.fromarray(frame)

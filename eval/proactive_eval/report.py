@@ -19,9 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from proactive_eval.metrics.pauc import PAUCResult, parse_judge_level
+from proactive_eval.metrics.pauc import PAUCResult, episode_group, parse_judge_level
 from proactive_eval.metrics.prs import PRSReport
 from proactive_eval.predictions import atomic_write_text
+from proactive_rewards import as_response
 
 
 def build_results(
@@ -48,8 +49,6 @@ def build_results(
 
 def failure_rows(failed: dict[str, str], episodes: Sequence) -> list[dict[str, str]]:
     """``{"id", "group", "reason"}`` per failed episode, in episode order."""
-    from proactive_eval.metrics.pauc import episode_group
-
     return [{"id": e.id, "group": episode_group(e), "reason": failed[e.id]} for e in episodes if e.id in failed]
 
 
@@ -246,6 +245,7 @@ def write_report(
 
 def pyplot():
     """``matplotlib.pyplot`` on the non-interactive Agg backend (matplotlib is the optional ``plots`` extra)."""
+    # deferred: optional extra
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -256,6 +256,7 @@ def pyplot():
 
 def save_figure(fig, path: Path) -> Path:
     """Write `fig` to the PNG `path` atomically (a temporary file, then renamed) and close it; returns `path`."""
+    # deferred: optional extra
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
     os.close(fd)
@@ -337,8 +338,6 @@ def plot_timelines(
     episodes: Sequence, predictions: dict[str, Sequence], path: str | Path, max_panels: int = 12
 ) -> Path:
     """One row per episode (up to `max_panels`): responses (dots, labelled) against targets and windows."""
-    from proactive_rewards import as_response
-
     plt = pyplot()
     shown = list(episodes)[:max_panels]
     fig, axes = plt.subplots(len(shown), 1, figsize=(11, 1.5 * len(shown) + 0.8), squeeze=False, layout="constrained")
@@ -363,6 +362,7 @@ def plot_timelines(
 
 def plot_responses_histogram(counts: dict[str, list[int]], path: str | Path) -> Path:
     """Histogram of responses per target, one bar series per source (e.g. PRS-B matching, PAUC span)."""
+    # deferred: optional extra
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
     top = max(max(c) for c in counts.values() if c) if any(counts.values()) else 0

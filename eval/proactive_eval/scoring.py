@@ -26,6 +26,7 @@ class UsageError(ValueError):
 def make_judge(spec: str, cache_path: str | Path | None = None, concurrency: int = 8):
     """A judge from ``rule:token_f1``, ``rule:rouge_l`` or ``openai:MODEL@BASE_URL``."""
     kind, _, rest = spec.partition(":")
+    # deferred: keeps `proactive-eval --help` light (judges, metrics, report pull numpy/tqdm)
     if kind == "rule" and rest in ("token_f1", "rouge_l"):
         from proactive_eval.judges import RuleJudge
 
@@ -47,6 +48,7 @@ def make_judge(spec: str, cache_path: str | Path | None = None, concurrency: int
 def prs_content_scorers(judge_spec: str, judge_factory=None) -> dict:
     """PRS content scorers for `judge_spec` (docs/spec.md §4): ``rule:token_f1`` / ``rule:rouge_l`` score free-text
     tasks (intervention) by that similarity, an ``openai:`` judge by its rating; exact match elsewhere."""
+    # deferred: keeps `proactive-eval --help` light (judges, metrics, report pull numpy/tqdm)
     from proactive_eval.metrics.content import JudgeScorer, content_scorers
 
     if judge_spec.startswith("rule:"):
@@ -81,6 +83,7 @@ def score(
     Every table also gets its blind row (docs/spec.md §14), fitted on `fit_episodes` when given, else by
     leave-one-out; `counterfactuals` (kind → episode id → outputs, e.g. ``{"swap": ...}``) add the rows of the
     same policy played with other frames and ``vision_gain`` (metric − metric with swapped frames)."""
+    # deferred: keeps `proactive-eval --help` light (judges, metrics, report pull numpy/tqdm)
     from proactive_eval.metrics import score_pauc, score_prs
     from proactive_eval.report import build_results, failure_rows, markdown_report, write_report
 
@@ -135,6 +138,7 @@ def score(
 
 def _looks(pvqa, other, predictions, counterfactuals, fit_episodes, judge_spec, the_judge, omegas) -> dict:
     """The blind rows and counterfactual rows of `score` (docs/spec.md §14): ``{"prs": {...}, "pauc": {...}}``."""
+    # deferred: keeps `proactive-eval --help` light (judges, metrics, report pull numpy/tqdm)
     from proactive_eval.baseline import blind_prs_summary
     from proactive_eval.baseline_pauc import blind_pauc_summary
     from proactive_eval.counterfactual import with_vision_gain

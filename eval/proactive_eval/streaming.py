@@ -27,6 +27,7 @@ from typing import Any
 from proactive_eval.episodes import Episode
 from proactive_eval.policy import Observation, StreamingPolicy
 from proactive_eval.predictions import PredictionWriter, load_predictions, turn_output, warn_undeclared_silence
+from proactive_eval.video import VideoError, iter_frames
 from proactive_rewards import Response
 from proactive_rewards.turns import RESPONSE, RESPONSE_TOKEN, SILENCE_TOKEN, classify_turn
 
@@ -38,8 +39,6 @@ _EPS = 1e-6
 
 
 def _default_frames(episode: Episode) -> Iterator[tuple[float, Any]]:
-    from proactive_eval.video import iter_frames  # lazy: PyAV / PIL only when videos are read
-
     return iter_frames(episode)
 
 
@@ -146,8 +145,6 @@ class StreamingRun(dict):
 
 def episode_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that fail one episode rather than the run: an unreadable video or frames folder."""
-    from proactive_eval.video import VideoError
-
     return (VideoError,)
 
 
@@ -177,6 +174,7 @@ def run_streaming(
     Returns:
         `StreamingRun`: the outputs of every finished episode, in episode order, and the failed ones.
     """
+    # deferred: tqdm.auto costs ~0.5 s to import; keeps `proactive-eval --help` fast
     from tqdm.auto import tqdm
 
     if on_error not in ("skip", "raise"):

@@ -11,8 +11,10 @@ forward pass, seeking ahead only over long gaps, and only the selected frames ar
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +92,7 @@ def frame_plan(episode, fps: float | None = None) -> list[tuple[float, tuple[int
     Raises:
         `VideoError` naming the file when it is missing, empty, or cannot be opened or demuxed.
     """
+    # deferred: optional extra
     fps = float(fps if fps is not None else episode.fps)
     path = episode.video_path()
     if path is None:
@@ -122,6 +125,7 @@ def frame_plan(episode, fps: float | None = None) -> list[tuple[float, tuple[int
 
 def _video_packet_times(path: Path) -> tuple[list[float], tuple[int, int]]:
     """Sorted presentation times of the first video stream's frames (from packets) and its ``(height, width)``."""
+    # deferred: optional extra
     _check_file(path)
     import av
 
@@ -151,6 +155,7 @@ def read_video_frames(path: str | Path, times: list[float]) -> Iterator[tuple[fl
 
     Each yielded time is the first sample time that resolved to that frame.
     """
+    # deferred: optional extra
     path = Path(path)
     _check_file(path)
     try:
@@ -277,6 +282,7 @@ def _folder_picks(count: int, times: list[float], folder_fps: float) -> list[tup
 
 def load_image(path: str | Path) -> np.ndarray:
     """An image file as an ``H×W×3`` uint8 array; `VideoError` naming the file if it cannot be decoded."""
+    # deferred: optional extra
     path = Path(path)
     _check_file(path)
     try:
@@ -324,8 +330,7 @@ def write_video(
     Returns:
         `str`: the codec used.
     """
-    import os
-    from fractions import Fraction
+    # deferred: optional extra
 
     import av
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from proactive_eval.episodes import Episode, EpisodeError
+from proactive_rewards import as_response
 from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -157,7 +158,6 @@ def _response_texts(episode: Episode, times: list[float], responses: Sequence) -
                 field="responses",
             )
         return list(responses)
-    from proactive_rewards import as_response
 
     timed = [as_response(r) for r in responses]
     due = _assign(episode, times, [(r.time, r.text) for r in timed], "responses")

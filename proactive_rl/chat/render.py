@@ -47,6 +47,7 @@ class _Renderer:
     """Per-processor rendering state: the template's turn wrappers and caches of rendered/tokenised turns."""
 
     def __init__(self, processor):
+        # deferred: keeps torch/transformers out of light import paths
         from transformers.utils.chat_template_utils import render_jinja_template
 
         self.processor = processor

@@ -154,6 +154,7 @@ def prepare_examples(
 
 def as_hf_dataset(data: PreparedData):
     """A `datasets.Dataset` of row indices (what `SFTTrainer` requires); the collator looks the rows up."""
+    # deferred: keeps torch/transformers out of light import paths
     import datasets
 
     return datasets.Dataset.from_dict(

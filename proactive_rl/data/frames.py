@@ -76,6 +76,7 @@ class _FrameResizer:
         self.processor = processor
 
     def __call__(self, frame: np.ndarray) -> np.ndarray:
+        # deferred: keeps torch/transformers out of light import paths
         from transformers.image_utils import SizeDict
 
         ip = self.processor.image_processor

@@ -32,7 +32,10 @@ from typing import Any
 import numpy as np
 
 from proactive_eval.episodes import Episode, EpisodeError
+from proactive_eval.video import frame_plan, sample_times
+from proactive_rl.chat import build_messages, encode_dialogue
 from proactive_rl.data.examples import check_encoded, check_record, encode_error, pad_examples
+from proactive_rl.data.frames import frame_resizer, frames_of
 
 logger = logging.getLogger(__name__)
 CACHE_ENV = "PROACTIVE_RL_CACHE"
@@ -45,6 +48,7 @@ def default_cache_dir() -> Path:
 
 def episode_rows(episodes: list[Episode]):
     """A `datasets.Dataset` with one row per episode: ``record`` (its JSON, docs/spec.md §1) and ``base_dir``."""
+    # deferred: keeps torch/transformers out of light import paths
     import datasets
 
     return datasets.Dataset.from_dict(
@@ -64,8 +68,6 @@ def row_episode(row: dict) -> Episode:
 
 def planned_frames(episode: Episode) -> list[tuple[float, np.ndarray]]:
     """``(time, frame)`` pairs with zero-cost placeholder frames of the sizes the real frames will have."""
-    from proactive_eval.video import frame_plan, sample_times
-
     if episode.video is None:
         scene = (episode.meta or {}).get("scene")
         if not isinstance(scene, dict) or "size" not in scene:
@@ -94,9 +96,6 @@ class EpisodeEncoder:
     process_images: bool = True
 
     def __call__(self, episode: Episode) -> dict:
-        from proactive_rl.chat import build_messages, encode_dialogue
-        from proactive_rl.data.frames import frame_resizer, frames_of
-
         resize = frame_resizer(self.processor) if self.process_images else None
         frames = frames_of(episode, resize) if self.process_images else planned_frames(episode)
         messages = build_messages(episode, frames, max_frames=self.max_frames)
@@ -180,6 +179,7 @@ def measure_dataset(
         main_process_first (`Callable`, *optional*): a context manager factory (``TrainingArguments.
             main_process_first``): the main process measures, the others then read its result.
     """
+    # deferred: keeps torch/transformers out of light import paths
     import datasets
 
     folder = Path(cache_dir or default_cache_dir()) / fingerprint(rows, measure)
@@ -243,6 +243,7 @@ class LazyEpisodeCollator:
         self._last = None
 
     def __call__(self, rows: list[dict]) -> dict:
+        # deferred: keeps torch/transformers out of light import paths
         items, failed = [], 0
         for row in rows:
             try:

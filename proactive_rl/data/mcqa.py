@@ -25,8 +25,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image as PILImage
 
-from proactive_eval.environments import MCQAEnvironment, MCQAObservation, mcqa_prompt
+from proactive_eval.environments import (
+    MCQAEnvironment,
+    MCQAObservation,
+    load_environments,
+    make_environment,
+    mcqa_prompt,
+)
+from proactive_eval.episodes import EpisodeError
+from proactive_eval.formats.proactivebench import load_proactivebench
+from proactive_eval.records import iter_jsonl, read_text
 from proactive_rl.synthetic.environments import KINDS, make_environments
 
 __all__ = [
@@ -298,10 +308,6 @@ def proactivebench_environments(
 
     Images are not decoded here: rows carry image paths that `datasets` opens when a batch needs them.
     """
-    from proactive_eval.environments import load_environments, make_environment
-    from proactive_eval.episodes import EpisodeError
-    from proactive_eval.formats.proactivebench import load_proactivebench
-
     path = Path(path)
     if protocol is not None:
         if dataset is None:
@@ -330,9 +336,6 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
 
     Every row must hold `ROW_COLUMNS`; an error names the file, the line and the missing field.
     """
-    from proactive_eval.episodes import EpisodeError
-    from proactive_eval.records import iter_jsonl, read_text
-
     path = Path(path)
     rows = []
     for lineno, row in iter_jsonl(read_text(path), path):
@@ -350,8 +353,8 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
 
 def rows_to_dataset(rows: Iterable[dict[str, Any]]):
     """A `datasets.Dataset` with an ``Image`` column (arrays become PIL images; paths are decoded lazily)."""
+    # deferred: keeps torch/transformers out of light import paths
     from datasets import Dataset, Features, Image, List, Value
-    from PIL import Image as PILImage
 
     rows = list(rows)
     if not rows:

@@ -20,6 +20,7 @@ from proactive_eval.episodes import Episode, EpisodeError, load_episodes
 from proactive_rewards.task_table import load_tasks
 from proactive_rl.data.sources import dataset_episodes, looks_like_hub_id
 from proactive_rl.errors import InputError, MissingInput, did_you_mean
+from proactive_rl.synthetic import generate_episodes
 
 ON_ERROR = ("raise", "skip")
 _DATASET_KEYS = {"split", "config", "data_files", "data_dir", "columns", "video_root"}
@@ -143,8 +144,6 @@ def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple
     episodes, skipped = [], []
     for src in sources:
         if src.source == "synthetic":
-            from proactive_rl.synthetic import generate_episodes
-
             eps = list(generate_episodes(src.task, src.num_episodes, src.seed, **src.knobs))
         else:
             path = Path(src.source)

@@ -31,6 +31,7 @@ def looks_like_hub_id(source: str) -> bool:
 
 def load_rows(src) -> tuple[Any, Path | None]:
     """The `datasets.Dataset` of a non-file source and the folder relative video paths resolve against."""
+    # deferred: keeps torch/transformers out of light import paths
     import datasets
 
     path = Path(src.source)

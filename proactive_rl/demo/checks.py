@@ -6,6 +6,13 @@
 - the final model (after suggestion GRPO) keeping PRS-B >= `KEEP` x the streaming-GRPO row on every task, and
   PAUC >= `KEEP` x the streaming-GRPO row.
 
+`claims` checks what the demo claims against what a model that never looks reaches (docs/spec.md §14): the
+blind schedule fitted on the training split (at most `BLIND_MAX` PRS-B, so that seeing has room to show), SFT
+`SFT_OVER_BLIND` and the final model `FINAL_OVER_BLIND` points above it on every streaming task, swapping each
+episode's frames for another's costing the final model `SWAP_DROP` points, streaming GRPO `RL_OVER_SFT` points
+above SFT on the mean task PRS-B, and the final MCQA accuracy `MCQA_OVER_BLIND` points above the image-blind policy
+with swapped images costing `MCQA_SWAP_DROP`.
+
 Each check is ``(name, holds, detail)``; a check whose stages did not run holds ``None`` (not evaluated).
 """
 
@@ -15,6 +22,13 @@ from typing import Any
 
 PRS_U_SLACK = 5.0
 KEEP = 0.9
+BLIND_MAX = 65.0
+SFT_OVER_BLIND = 15.0
+FINAL_OVER_BLIND = 25.0
+SWAP_DROP = 20.0
+RL_OVER_SFT = 5.0
+MCQA_OVER_BLIND = 15.0
+MCQA_SWAP_DROP = 10.0
 # how a check's outcome is written in the report tables
 MARK = {True: "yes", False: "**no**", None: "not run"}
 
@@ -64,6 +78,74 @@ def directions(stages: list[dict[str, Any]], trained_tasks: tuple[str, ...]) -> 
         )
     a, b = v(grpo, "pauc"), v(sug, "pauc")
     add(f"final keeps PAUC >= {KEEP:g} x streaming GRPO", (b >= KEEP * a) if both else None, f"{b:.1f} vs {a:.1f}")
+    return checks
+
+
+def claims(stages: list[dict[str, Any]]) -> list[tuple[str, bool | None, str]]:
+    """The checks against the blind schedule and the swapped frames (module docstring); empty when the evaluation
+    reported no blind row."""
+    m = _metrics(stages)
+    sft, grpo, final = (m.get(k) for k in ("sft", "grpo_streaming", "grpo_suggestion"))
+    blind = next((row for row in m.values() if row.get("blind_prs_b") is not None), None)
+    if blind is None:
+        return []
+    tasks = [k.split("/")[0] for k in blind if k.endswith("/blind_prs_b")]
+    checks: list[tuple[str, bool | None, str]] = []
+
+    def get(row, key):
+        return None if row is None else row.get(key)
+
+    def add(name: str, a, b, holds) -> None:
+        ok = None if a is None or b is None else bool(holds(a, b))
+        checks.append((name, ok, "–" if ok is None else f"{a:.1f} vs {b:.1f}"))
+
+    for task in tasks:
+        b = blind[f"{task}/blind_prs_b"]
+        checks.append((f"blind schedule <= {BLIND_MAX:g} on {task} PRS-B", b <= BLIND_MAX, f"{b:.1f}"))
+    for task in tasks:
+        add(
+            f"SFT >= blind + {SFT_OVER_BLIND:g} on {task} PRS-B",
+            get(sft, f"{task}/prs_b"),
+            blind[f"{task}/blind_prs_b"],
+            lambda a, b: a >= b + SFT_OVER_BLIND,
+        )
+    for task in tasks:
+        add(
+            f"final >= blind + {FINAL_OVER_BLIND:g} on {task} PRS-B",
+            get(final, f"{task}/prs_b"),
+            blind[f"{task}/blind_prs_b"],
+            lambda a, b: a >= b + FINAL_OVER_BLIND,
+        )
+    for task in tasks:
+        add(
+            f"swapped frames lower the final {task} PRS-B by >= {SWAP_DROP:g}",
+            get(final, f"{task}/prs_b"),
+            get(final, f"{task}/prs_b_swap"),
+            lambda a, b: a - b >= SWAP_DROP,
+        )
+
+    def task_mean(row):
+        values = [get(row, f"{t}/prs_b") for t in tasks]
+        return None if row is None or None in values else sum(values) / len(values)
+
+    add(
+        f"streaming GRPO >= SFT + {RL_OVER_SFT:g} on mean task PRS-B",
+        task_mean(grpo),
+        task_mean(sft),
+        lambda a, b: a >= b + RL_OVER_SFT,
+    )
+    add(
+        f"final MCQA acc >= image-blind + {MCQA_OVER_BLIND:g}",
+        get(final, "acc"),
+        blind.get("blind_acc"),
+        lambda a, b: a >= b + MCQA_OVER_BLIND,
+    )
+    add(
+        f"swapped images lower the final MCQA acc by >= {MCQA_SWAP_DROP:g}",
+        get(final, "acc"),
+        get(final, "acc_swap"),
+        lambda a, b: a - b >= MCQA_SWAP_DROP,
+    )
     return checks
 
 

@@ -19,26 +19,35 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from proactive_rl.data import load_mixture
+from proactive_rl.data.mcqa import proactivebench_environments
 from proactive_rl.demo.settings import PAUC_TASK, DemoSettings, suggestion_environments
 from proactive_rl.demo.stages import env_file, task_file
+from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, PAUCEvaluator, PRSEvaluator, evaluate_model
+from proactive_rl.models import load_model
+from proactive_rl.synthetic.export import DATASET_RULES
 
 logger = logging.getLogger(__name__)
 
 
 def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
-    from proactive_rl.data import load_mixture
-    from proactive_rl.data.mcqa import proactivebench_environments
-    from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, PAUCEvaluator, PRSEvaluator
-    from proactive_rl.synthetic.export import DATASET_RULES
 
+    # Does the model look? Every evaluator also reports the best frame-blind policy fitted on the training split
+    # (the "blind schedule" row) and the model's score with each held-out episode's frames swapped for another's
+    # (``<metric>_swap``, ``vision_gain_<metric>``; docs/spec.md §14).
+    looks = {"counterfactual": ["swap"]} if settings.counterfactual else {}
     prs = {
         "type": "prs",
         "episodes": [{"source": str(task_file(data, "test", t))} for t in settings.prs_tasks],
+        "baseline_episodes": [{"source": str(task_file(data, "train", t))} for t in settings.prs_tasks],
         "max_new_tokens": settings.prs_max_new_tokens,
+        **looks,
     }
     pauc = {
         "type": "pauc",
         "episodes": [{"source": str(task_file(data, "test", PAUC_TASK))}],
+        "baseline_episodes": [{"source": str(task_file(data, "train", PAUC_TASK))}],
+        **looks,
         "max_items": settings.eval_pauc_episodes,
         "max_new_tokens": settings.max_new_tokens,
         "judge": {"type": "rule", "kind": "token_f1"},
@@ -47,6 +56,10 @@ def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
     mcqa = {
         "type": "mcqa",
         "environments": [{"path": str(env_file(data, "test", k)), "dataset": DATASET_RULES[k]} for k in kinds],
+        "baseline_environments": [
+            {"path": str(env_file(data, "train", k)), "dataset": DATASET_RULES[k]} for k in kinds
+        ],
+        **looks,
         "max_new_tokens": 1,
         "answer_letters_only": True,
         "protocol": "unfiltered",  # synthetic exports, not the benchmark's files
@@ -72,10 +85,8 @@ def evaluate_stage(
     """Evaluate the model saved in `model_dir` (`evaluate_model`: ``out/results.json``, one folder of reports per
     evaluator); returns the metrics: ``{"<task>/prs_u", "<task>/prs_b", "prs_u", "prs_b", "pauc", "acc", "ps"}``
     (× 100 except ps) plus ``"predictions"`` (episode id -> ``[(time, text)]``) for the timelines."""
+    # deferred: keeps torch/transformers out of light import paths
     import torch
-
-    from proactive_rl.evaluation import evaluate_model
-    from proactive_rl.models import load_model
 
     torch.manual_seed(settings.seed)
     model, processor = load_model(str(model_dir))
@@ -93,6 +104,7 @@ def evaluate_stage(
         metrics[f"{task}/prs_u"], metrics[f"{task}/prs_b"] = group.get("prs_u"), group.get("prs_b")
     metrics["pauc"] = entries["pauc"]["metrics"].get("pauc_w0.5")
     metrics["acc"], metrics["ps"] = entries["mcqa"]["summary"]["acc"], entries["mcqa"]["summary"]["ps"]
+    metrics.update(looks_metrics(entries))
     predictions = {}
     for name in ("prs", "pauc"):
         path = out / name / "predictions.jsonl"
@@ -100,3 +112,23 @@ def evaluate_stage(
             record = json.loads(line)
             predictions[record["id"]] = [(r["time"], r["text"]) for r in record["responses"]]
     return {**metrics, "predictions": predictions}
+
+
+LOOKS_MARKERS = ("blind_", "_swap", "vision_gain_")
+
+
+def looks_metrics(entries: dict[str, Any]) -> dict[str, float]:
+    """The blind-schedule and swapped-frames numbers of each evaluator (docs/spec.md §14), under the demo's metric
+    names: ``<task>/blind_prs_b``, ``<task>/prs_b_swap``, ``<task>/vision_gain_prs_b``, ``blind_pauc``,
+    ``pauc_swap``, ``blind_acc``, ``acc_swap``, ``vision_gain_acc``, ... (PAUC at ω = 0.5, as in the table)."""
+    out: dict[str, float] = {}
+    for name in ("prs", "pauc", "mcqa"):
+        for key, value in (entries.get(name, {}).get("metrics") or {}).items():
+            if value is None or not any(m in key for m in LOOKS_MARKERS):
+                continue
+            if name == "pauc":
+                if "w0.5" not in key:
+                    continue
+                key = key.replace("pauc_w0.5", "pauc")
+            out[key] = float(value)
+    return out

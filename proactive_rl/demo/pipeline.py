@@ -13,9 +13,11 @@ import datetime as _dt
 import json
 import logging
 import platform
+import random
 import sys
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,21 +66,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _overrides(key: str, settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
+    # deferred: keeps --help / light imports fast
     from proactive_rl.demo import stages
 
     return getattr(stages, f"{key}_overrides")(settings, data, model)
 
 
-def _timeline_episodes(data: Path, n: int = 2) -> list:
-    """An accident and a compositional episode from the test split (what the timelines show)."""
+def _timeline_episodes(data: Path, settings: DemoSettings) -> list:
+    """One evaluated test episode of each streaming task, drawn at random with the demo's seed (what the timelines
+    show: not the first episode, which would be a choice)."""
+    # deferred: keeps --help / light imports fast
+
     from proactive_eval.episodes import load_episodes
     from proactive_rl.demo.stages import task_file
 
-    chosen = []
-    for task in ("accident", "compositional")[:n]:
-        episodes = load_episodes(task_file(data, "test", task))
+    rng, chosen = random.Random(settings.seed), []
+    for task in settings.prs_tasks:
+        episodes = load_episodes(task_file(data, "test", task))[: settings.eval_episodes]
         if episodes:
-            chosen.append(episodes[0])
+            chosen.append(episodes[rng.randrange(len(episodes))])
     return chosen
 
 
@@ -91,7 +97,8 @@ def run_demo(
 ) -> dict[str, Any]:
     """Run the demo; returns ``{"stages": [...], "wall_s", "report": {...}}`` (also written to
     ``<out>/demo_results.json``)."""
-    from proactive_rl.demo.checks import checks_markdown, directions
+    # deferred: keeps --help / light imports fast
+    from proactive_rl.demo.checks import checks_markdown, claims, directions
     from proactive_rl.demo.evaluation import evaluate_stage
     from proactive_rl.demo.report import console_table, write_report
     from proactive_rl.demo.stages import StageSkipped, build_model, generate_data, say, train_stage
@@ -154,8 +161,8 @@ def run_demo(
 
     wall = time.perf_counter() - start
     meta = _run_meta(wall, command)
-    checks = directions(results, settings.sft_tasks)
-    files = write_report(out, results, _timeline_episodes(data), meta, checks_markdown(checks))
+    checks = directions(results, settings.sft_tasks) + claims(results)
+    files = write_report(out, results, _timeline_episodes(data, settings), meta, checks_markdown(checks))
     summary = {
         "stages": [{k: v for k, v in s.items() if k != "predictions"} for s in results],
         "settings": settings.as_dict(),
@@ -175,6 +182,7 @@ def run_demo(
 
 def run(args: argparse.Namespace) -> int:
     """The ``demo`` command; exit code 0 when every selected stage ran, 1 otherwise (the report is written anyway)."""
+    # deferred: keeps --help / light imports fast
     level = logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not args.verbose:
@@ -223,7 +231,7 @@ def _run_meta(wall_s: float, command: str) -> dict[str, Any]:
 
 def _run_seeds(args: argparse.Namespace, settings: DemoSettings, chosen: tuple[str, ...], command: str) -> int:
     """``--seeds N``: the demo for seeds 0..N-1 in ``<out>/seed<k>``, then ``<out>/report/seeds.md``."""
-    from dataclasses import replace
+    # deferred: keeps --help / light imports fast
 
     from proactive_rl.demo.seeds import directions_table, seeds_table, write_seeds_report
     from proactive_rl.demo.stages import say

@@ -28,6 +28,48 @@ def columns(stages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(f"{t} PRS-{m}", f"{t}/prs_{m.lower()}") for t in tasks for m in ("U", "B")] + OVERALL
 
 
+BLIND_ROW = "blind schedule (fitted on train)"
+
+
+def blind_stage(stages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The frame-blind row: the best schedule (MCQA: answer policy) that never looks at the frames, fitted on the
+    training split and scored on the held-out one (docs/spec.md §14). It does not depend on the model, so it is read
+    from the first evaluated stage; `None` when no stage reported it."""
+    for stage in stages:
+        metrics = stage.get("metrics") or {}
+        if metrics.get("blind_prs_b") is not None:
+            row = {k.replace("blind_", ""): v for k, v in metrics.items() if "blind_" in k}
+            return {"key": "blind", "name": BLIND_ROW, "status": "ok", "metrics": row}
+    return None
+
+
+def with_blind(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stages, after the blind row when there is one (what the tables show)."""
+    blind = blind_stage(stages)
+    return ([blind] if blind else []) + list(stages)
+
+
+def looks_table(stages: list[dict[str, Any]]) -> str:
+    """Markdown: per stage and task, PRS-B on the episodes' own frames, with the frames swapped for another episode's,
+    and the difference (``vision_gain``); the same for PAUC and MCQA accuracy. Empty when nothing was swapped."""
+    tasks = [k.split("/")[0] for _, k in columns(stages) if k.endswith("/prs_b")]
+    groups = [(f"{t} PRS-B", f"{t}/prs_b") for t in tasks] + [("PAUC", "pauc"), ("MCQA acc", "acc")]
+    ran = [s for s in stages if s.get("metrics")]
+    groups = [g for g in groups if any(s["metrics"].get(f"{g[1]}_swap") is not None for s in ran)]
+    if not groups:
+        return ""
+    header = ["stage"] + [f"{name} {what}" for name, _ in groups for what in ("own", "swap", "gain")]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for stage in ran:
+        m, cells = stage["metrics"], []
+        for _, key in groups:
+            own, swap = m.get(key), m.get(f"{key}_swap")
+            gain = own - swap if own is not None and swap is not None else None
+            cells += [_cell(own), _cell(swap), _cell(gain)]
+        lines.append(f"| {stage['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _cell(value) -> str:
     return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
@@ -47,12 +89,13 @@ def table_rows(stages: list[dict[str, Any]]) -> list[list[str]]:
 def markdown_table(stages: list[dict[str, Any]]) -> str:
     header = ["stage"] + [name for name, _ in columns(stages)]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in table_rows(stages)]
+    lines += ["| " + " | ".join(row) + " |" for row in table_rows(with_blind(stages))]
     return "\n".join(lines)
 
 
 def console_table(stages: list[dict[str, Any]]) -> str:
     """A fixed-width table for the terminal (a failed or skipped stage shows its reason across the row)."""
+    stages = with_blind(stages)
     header = ["stage"] + [name for name, _ in columns(stages)]
     widths = [max(len(header[0]), *(len(s["name"]) for s in stages))] + [max(len(h), 6) for h in header[1:]]
     lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths)))]
@@ -65,6 +108,7 @@ def console_table(stages: list[dict[str, Any]]) -> str:
 
 
 def _pyplot():
+    # deferred: optional extra
     import matplotlib
 
     matplotlib.use("Agg")
@@ -161,7 +205,7 @@ def write_report(
     ``timeline_<id>.png``; the per-stage evaluation reports stay in ``<out>/eval/<stage>/``."""
     report = out / "report"
     report.mkdir(parents=True, exist_ok=True)
-    files = {"stages_plot": plot_stages(stages, report / "metrics_by_stage.png")}
+    files = {"stages_plot": plot_stages(with_blind(stages), report / "metrics_by_stage.png")}
     for episode in timeline_episodes:
         files[f"timeline_{episode.id}"] = plot_timeline(episode, stages, report / f"timeline_{episode.id}.png")
     lines = [
@@ -175,6 +219,29 @@ def write_report(
         "",
         markdown_table(stages),
         "",
+        *(
+            [
+                f'The "{BLIND_ROW}" row never looks at the frames: per task, the fixed list of (time or fraction of '
+                "the episode, text) responses that scores best on the training split, scored on the held-out "
+                "episodes (MCQA: the fixed answer policy that scores best; docs/spec.md §14). A score at or below it "
+                "is a timing prior, not seeing.",
+                "",
+            ]
+            if blind_stage(stages)
+            else []
+        ),
+        *(
+            [
+                "Does the model look? Each stage's score on the held-out episodes' own frames, with each episode's "
+                "frames swapped for another held-out episode's of the same task (instruction, targets and times "
+                "unchanged), and the difference (vision gain):",
+                "",
+                looks_table(stages),
+                "",
+            ]
+            if looks_table(stages)
+            else []
+        ),
         *(["What the demo should show (`proactive_rl/demo/checks.py`):", "", checks, ""] if checks else []),
         "| stage | what ran | train s | eval s |",
         "|---|---|---|---|",

@@ -11,8 +11,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from proactive_rl.demo.checks import MARK, directions
-from proactive_rl.demo.report import columns
+from proactive_rl.demo.checks import MARK, claims, directions
+from proactive_rl.demo.report import columns, with_blind
 
 
 def mean_sd(values: list[float]) -> str:
@@ -23,7 +23,8 @@ def mean_sd(values: list[float]) -> str:
 
 def seeds_table(runs: dict[int, list[dict[str, Any]]]) -> str:
     """Markdown: one row per stage, each cell the mean ± sd over the seeds where that stage ran."""
-    first = next(iter(runs.values()))
+    first = with_blind(next(iter(runs.values())))
+    runs = {seed: with_blind(stages) for seed, stages in runs.items()}
     cols = columns(first)
     lines = ["| stage | " + " | ".join(n for n, _ in cols) + " |", "|" + "---|" * (len(cols) + 1)]
     for i, stage in enumerate(first):
@@ -41,7 +42,7 @@ def seeds_table(runs: dict[int, list[dict[str, Any]]]) -> str:
 
 def directions_table(runs: dict[int, list[dict[str, Any]]], trained_tasks: tuple[str, ...]) -> str:
     """Markdown: one row per direction, one column per seed (yes / **no** / not run)."""
-    per_seed = {seed: directions(stages, trained_tasks) for seed, stages in runs.items()}
+    per_seed = {seed: directions(stages, trained_tasks) + claims(stages) for seed, stages in runs.items()}
     seeds = list(per_seed)
     lines = ["| direction | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|" + "---|" * (len(seeds) + 1)]
     for j, (name, _, _) in enumerate(per_seed[seeds[0]]):

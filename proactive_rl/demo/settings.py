@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import yaml
+
+from proactive_rl.shipped import shipped_path
+
 # The streaming tasks the demo generates; `pvqa` episodes (free-text answers with reply spans) are scored with PAUC
 # (docs/spec.md §5), the others with PRS (docs/spec.md §4).
 TASKS = ("accident", "atomic", "compositional")
@@ -26,10 +30,6 @@ _KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", 
 
 def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
     """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
-    import yaml
-
-    from proactive_rl.shipped import shipped_path
-
     recipe = shipped_path("tiny/grpo_suggestion.yaml")
     sources = [e for e in yaml.safe_load(recipe.read_text())["environments"] if e.get("source") == "synthetic"]
     if not sources:
@@ -49,13 +49,20 @@ class DemoSettings:
         episodes_per_task (`int`): synthetic episodes per task over all splits.
         envs_per_kind (`int`): synthetic environments per kind over all splits (`suggestion_environments`).
         fractions (`tuple`): train / validation / test split of both.
-        duration (`tuple`): episode length range in seconds (short episodes keep CPU training quick).
+        duration (`tuple`): episode length range in seconds: 30-90 s, so that no frame-blind schedule scores well
+            (in 10-14 s episodes a fixed "Warning" at 6 s scored PRS-B 91 on the held-out accident episodes).
+        knobs (`dict`): the other difficulty knobs of the streaming tasks (`proactive_rl.synthetic.Knobs`): one
+            decision every 2 s (``fps`` 0.5, so a 90 s episode is 45 frames), objects twice the default size and no
+            distractors (what a model with 4 vision tokens per frame can tell apart), 1-3 counted events or fill
+            cycles per episode.
         eval_episodes (`int`): held-out (test split) episodes per PRS task scored at each stage.
         eval_pauc_episodes (`int`): held-out pvqa episodes scored with PAUC at each stage.
         eval_envs (`int`): held-out environments per kind played at each stage.
         max_new_tokens (`int`): longest assistant turn when evaluating PAUC (free-text answers).
         prs_max_new_tokens (`int`): longest assistant turn when evaluating PRS (``</Response> Warning`` is 2 tokens;
             an untrained model never stops early, so this bounds its evaluation time).
+        counterfactual (`bool`): also play every held-out episode and environment with another one's frames
+            (``swap``): the table's vision gain (docs/spec.md §14); the blind-schedule row is always computed.
         prs_tasks (`tuple`): the tasks scored with PRS-U / PRS-B at each stage (test split).
         sft_tasks (`tuple`): the tasks focal SFT trains on (train split): every streaming task of the table and
             `pvqa` (free-text answers, scored with PAUC). With the vision tower frozen (the P³I setting) the xs
@@ -69,7 +76,8 @@ class DemoSettings:
             (``replay_mixture`` of ``recipes/tiny/grpo_suggestion.yaml``; `proactive_rl.grpo.suggestion.replay`), so
             that the final model keeps the streaming skills, with weight ``replay_coef`` 3 (``grpo_suggestion``);
             empty: no replay (the suggestion stage then forgets every streaming skill: benchmarks/RESULTS.md).
-        sft (`dict`): overrides of ``recipes/tiny/sft.yaml``.
+        sft (`dict`): overrides of ``recipes/tiny/sft.yaml`` (``max_length`` 1536: a 90 s episode at 0.5 FPS is
+            about 1,400 tokens with the xs model, and a dialogue cut short would lose the count task's history).
         grpo_streaming (`dict`): overrides of ``recipes/tiny/grpo_streaming.yaml``.
         grpo_suggestion (`dict`): overrides of ``recipes/tiny/grpo_suggestion.yaml``.
     """
@@ -80,18 +88,33 @@ class DemoSettings:
     episodes_per_task: int = 100
     envs_per_kind: int = 100
     fractions: tuple = (0.7, 0.1, 0.2)
-    duration: tuple = (10, 14)
+    duration: tuple = (30, 90)
+    knobs: dict[str, Any] = field(
+        default_factory=lambda: {"fps": 0.5, "scale": 2.0, "distractors": 0, "max_events": 3}
+    )
     eval_episodes: int = 10
     eval_pauc_episodes: int = 8
     eval_envs: int = 20
     max_new_tokens: int = 8
     prs_max_new_tokens: int = 4
+    counterfactual: bool = True
     prs_tasks: tuple = STREAMING_TASKS
     sft_tasks: tuple = (*STREAMING_TASKS, PAUC_TASK)
     grpo_tasks: tuple = STREAMING_TASKS
     replay_tasks: tuple = (*STREAMING_TASKS, PAUC_TASK)
-    sft: dict[str, Any] = field(default_factory=lambda: {"max_steps": 600, "freeze_vision_tower": False})
-    grpo_streaming: dict[str, Any] = field(default_factory=lambda: {"learning_rate": 3.0e-5})
+    sft: dict[str, Any] = field(
+        default_factory=lambda: {"max_steps": 600, "freeze_vision_tower": False, "max_length": 1536}
+    )
+    grpo_streaming: dict[str, Any] = field(
+        default_factory=lambda: {
+            "learning_rate": 3.0e-5,
+            # the recipe's windows are in seconds at 1 FPS; at one decision every 2 s, the same number of steps
+            "lead_s": 6.0,
+            "tail_s": 4.0,
+            "max_window_s": 12.0,
+            "prefix_s": 6.0,
+        }
+    )
     grpo_suggestion: dict[str, Any] = field(default_factory=lambda: {"replay_coef": 3.0})
 
     def data_args(self) -> dict[str, Any]:
@@ -103,6 +126,7 @@ class DemoSettings:
             "env_kinds": [],  # written by stages.export_env_splits, with the recipe's knobs (export_dataset has none)
             "fractions": tuple(self.fractions),
             "duration": tuple(self.duration),
+            **self.knobs,
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -114,6 +138,7 @@ def quick(settings: DemoSettings | None = None) -> DemoSettings:
     return replace(
         settings or DemoSettings(),
         episodes_per_task=10,
+        duration=(30, 36),
         envs_per_kind=20,
         eval_episodes=2,
         eval_pauc_episodes=2,

@@ -13,7 +13,16 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import yaml
+from tqdm.auto import tqdm
+
+from proactive_eval.episodes import load_episodes, save_episodes
 from proactive_rl.demo.settings import DemoSettings, suggestion_environments
+from proactive_rl.models import build_tiny
+from proactive_rl.shipped import shipped_path
+from proactive_rl.synthetic.environments import make_environments
+from proactive_rl.synthetic.export import SPLITS, export_dataset, export_environments, split_seed, split_sizes
+from proactive_rl.trainers import TRAINERS, trainer_module
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +54,6 @@ def build_model(out: Path, settings: DemoSettings) -> Path:
                 return model_dir
         except json.JSONDecodeError:
             pass
-    from proactive_rl.models import build_tiny
 
     say(f"building the tiny model {stamp} (weights + a locally trained tokenizer) -> {model_dir}")
     model, processor = build_tiny(settings.arch, settings.size, seed=settings.seed)
@@ -71,9 +79,6 @@ def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> P
     """Write the synthetic world with `export_dataset` (mp4 + episodes JSON + environment JSONL) to ``<out>/data``;
     a folder made with the same arguments is reused file by file. Also writes one episodes file per task and split,
     so that each stage reads only the tasks it trains or scores."""
-    from proactive_eval.episodes import load_episodes, save_episodes
-    from proactive_rl.synthetic.export import SPLITS, export_dataset
-
     data = out / "data"
     args = settings.data_args()
     tasks, n = args.pop("tasks"), args.pop("n")
@@ -101,11 +106,6 @@ def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> P
 def export_env_splits(data: Path, settings: DemoSettings, reuse: bool, progress: bool = True) -> dict:
     """The ask-for-help environments (kinds and knobs of the tiny suggestion recipe) of each split as ProactiveBench JSONL + images,
     at ``<split>/environments/<kind>.jsonl``; reused when ``environments.json`` records the same arguments."""
-    from tqdm.auto import tqdm
-
-    from proactive_rl.synthetic.environments import make_environments
-    from proactive_rl.synthetic.export import SPLITS, export_environments, split_seed, split_sizes
-
     kinds, knobs = suggestion_environments()
     manifest = {"kinds": list(kinds), "n": settings.envs_per_kind, "seed": settings.seed, "knobs": knobs}
     manifest = json.loads(json.dumps({**manifest, "fractions": list(settings.fractions)}))
@@ -129,10 +129,6 @@ def export_env_splits(data: Path, settings: DemoSettings, reuse: bool, progress:
 
 def derive_recipe(stage: str, overrides: dict[str, Any], out: Path) -> Path:
     """The shipped ``tiny/<stage>.yaml`` with `overrides` applied, written to ``<out>/recipes/<stage>.yaml``."""
-    import yaml
-
-    from proactive_rl.shipped import shipped_path
-
     name = f"tiny/{stage}.yaml"
     source = shipped_path(name)
     recipe = yaml.safe_load(source.read_text())
@@ -156,8 +152,6 @@ _EXTRA_KEYS = {"save_strategy", "eval_environments", "tasks"}
 
 def _entry_point(stage: str):
     """``(make_parser, main)`` of a stage's trainer (`proactive_rl.trainers`); `StageSkipped` when it is not there."""
-    from proactive_rl.trainers import TRAINERS, trainer_module
-
     try:
         module = trainer_module(stage)
         return module.make_parser, module.main

@@ -30,6 +30,7 @@ def scalars(results: dict[str, Any]) -> dict[str, float]:
 
 
 def _wandb_run():
+    # deferred: optional extra
     try:
         import wandb
     except ImportError:
@@ -39,6 +40,7 @@ def _wandb_run():
 
 def log_wandb_media(results: dict[str, Any], step: int | None) -> None:
     """Sample tables and plot images of every evaluator to the active wandb run (if any)."""
+    # deferred: optional extra
     run = _wandb_run()
     if run is None:
         return
@@ -72,6 +74,7 @@ def log_results(
     """Log a results dict; returns the scalars. Call it on every rank: with a `trainer` every rank appends the
     scalars to its log history (the Trainer's reporting callbacks write on the main process only); everything else
     is written by the main process only."""
+    # deferred: keeps torch/transformers out of light import paths
     values = scalars(results)
     report_to = list(report_to or [])
     if trainer is not None:
@@ -93,6 +96,7 @@ def log_results(
 
 
 def _log_direct(values: dict[str, float], step: int, report_to: list[str], logging_dir: str | None) -> None:
+    # deferred: keeps torch/transformers out of light import paths
     if "wandb" in report_to and _wandb_run() is not None:
         _wandb_run().log({**{k.replace("eval_", "eval/", 1): v for k, v in values.items()}, "train/global_step": step})
     if "tensorboard" in report_to:

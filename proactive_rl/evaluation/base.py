@@ -26,6 +26,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqdm.auto import tqdm
+
 EVALUATORS: dict[str, type] = {}
 
 
@@ -117,9 +119,15 @@ class Evaluator:
         """`items`, with a progress bar when ``progress`` is set."""
         if not self.progress:
             return items
-        from tqdm.auto import tqdm
 
         return tqdm(items, desc=f"eval: {self.name}", unit=unit)
+
+    def _progress_bar(self, total: int, unit: str):
+        """A progress bar of `total` items to update by hand (items finished out of order), or None."""
+        if not self.progress:
+            return None
+
+        return tqdm(total=total, desc=f"eval: {self.name}", unit=unit)
 
 
 def build_evaluators(configs: list, progress: bool = False, log_samples: int = 4) -> list[Evaluator]:

@@ -21,6 +21,13 @@ import logging
 import sys
 from pathlib import Path
 
+from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config
+from proactive_rl.evaluation.backends import log_results
+from proactive_rl.evaluation.shutdown import exit_launched
+from proactive_rl.evaluation.watch import CheckpointWatcher
+from proactive_rl.models.spec import load_model_spec
+from proactive_rl.shipped import resolve_recipe
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group(required=True)
@@ -74,9 +81,8 @@ def coverage_table(results: dict) -> str:
 
 def load_checkpoint(path: str | Path, dtype: str | None = None):
     """``(model, processor)`` on this process's device, in eval mode (`load_model_spec`: ``tiny:``, hub id, folder)."""
+    # deferred: keeps torch/transformers out of light import paths
     from accelerate import PartialState
-
-    from proactive_rl.models.spec import load_model_spec
 
     model, processor = load_model_spec(str(path), dtype=dtype)
     return model.to(PartialState().device).eval(), processor
@@ -84,18 +90,12 @@ def load_checkpoint(path: str | Path, dtype: str | None = None):
 
 def run(args: argparse.Namespace) -> int:
     """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
-    from proactive_rl.evaluation.shutdown import exit_launched
-
     return exit_launched(_run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
+    # deferred: keeps torch/transformers out of light import paths
     from accelerate import PartialState
-
-    from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config
-    from proactive_rl.evaluation.backends import log_results
-    from proactive_rl.evaluation.watch import CheckpointWatcher
-    from proactive_rl.shipped import resolve_recipe
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -23,6 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import yaml
+
+from proactive_eval.counterfactual import check_counterfactuals
 from proactive_rewards.task_table import load_tasks
 from proactive_rl.errors import InputError, did_you_mean
 from proactive_rl.evaluation.base import evaluator_class
@@ -76,6 +79,9 @@ class EvaluatorConfig:
         answer_letters_only (`bool`, *optional*, defaults to `False`): ``mcqa``: only option letters may be
             generated (the first N, N the most options any of the environments shows), as the suggestion
             trainer's ``answer_letters_only`` samples.
+        batch_size (`int`, *optional*, defaults to `8`): ``prs`` / ``pauc``: episodes played in lockstep, one
+            batched vision call and one batched language-model call per step (`proactive_rl.streaming.batch`; the
+            same predictions as one at a time, ``1``); each holds its own KV cache, so memory grows with it.
         on_error (`str`, *optional*, defaults to `"skip"`): ``prs`` / ``pauc``: an episode whose video is missing,
             truncated or undecodable is skipped, named in the summary and counted in ``coverage`` (``skip``), or
             fails the evaluator (``raise``).
@@ -105,6 +111,7 @@ class EvaluatorConfig:
     judge: dict[str, Any] | None = None
     hint: bool = False
     answer_letters_only: bool = False
+    batch_size: int = 8
     on_error: str = "skip"
     protocol: str = "filtered"
     skip: dict[str, Any] | None = None
@@ -122,7 +129,7 @@ class EvaluatorConfig:
                 raise ValueError(f"{where}.{key}: a boolean, got {getattr(cfg, key)!r}")
         if cfg.on_error not in ON_ERROR:
             raise ValueError(f"{where}.on_error: expected one of {', '.join(ON_ERROR)}, got {cfg.on_error!r}")
-        for key in ("max_items", "max_frames"):
+        for key in ("max_items", "max_frames", "batch_size"):
             value = getattr(cfg, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{where}.{key}: must be an integer >= 1, got {value!r}")
@@ -134,7 +141,6 @@ class EvaluatorConfig:
         if judge.get("type") == "openai" and not {"base_url", "model"} <= set(judge):
             raise ValueError(f"{where}.judge: an openai judge needs 'base_url' and 'model'")
         cfg.judge = judge
-        from proactive_eval.counterfactual import check_counterfactuals
 
         allowed = ("swap",) if cfg.type in ("mcqa", "oeg") else ("swap", "freeze")
         cfg.counterfactual = check_counterfactuals(cfg.counterfactual, f"{where}.counterfactual", allowed)
@@ -197,8 +203,6 @@ class EvalCallbackConfig:
 
 def load_eval_config(path: str) -> EvalCallbackConfig:
     """An `EvalCallbackConfig` from a YAML file: a recipe (its ``eval_callback`` block) or the block alone."""
-    import yaml
-
     with open(path) as f:
         raw = yaml.safe_load(f)
     if isinstance(raw, dict) and "eval_callback" in raw:

@@ -14,10 +14,29 @@ the rewards use (docs/spec.md §13). They are resumable (`proactive_rl.evaluatio
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.judges import OpenAIJudge, RuleJudge
+from proactive_eval.metrics import score_pauc, score_prs
+from proactive_eval.metrics.content import JudgeScorer, content_scorers
+from proactive_eval.predictions import atomic_write_text, prediction_line
+from proactive_eval.report import build_results, failure_rows, write_report
+from proactive_rewards import Response
+from proactive_rl.data import load_mixture
+from proactive_rl.data.frames import frames_of
+from proactive_rl.data.mixture import parse_mixture
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
+from proactive_rl.evaluation.looks import (
+    counterfactual_sources,
+    pauc_looks,
+    play_counterfactuals,
+    prs_looks,
+    split_counterfactuals,
+    write_counterfactuals,
+)
+from proactive_rl.streaming.batch import Batcher
 
 logger = logging.getLogger(__name__)
 
@@ -32,8 +51,6 @@ def make_judge(config: dict[str, Any], cache_dir: Path | None = None, **defaults
     `defaults` under the block's own options (a judge that stays down fails the scoring stage). Without a
     ``cache_path`` of its own an LLM judge caches its answers in ``<cache_dir>/judge_cache.sqlite`` (the evaluator's
     folder), so a re-run there, killed or resumed, pays for no prompt twice."""
-    from proactive_eval.judges import OpenAIJudge, RuleJudge
-
     options = {k: v for k, v in config.items() if k != "type"}
     if config.get("type", "rule") == "rule":
         return RuleJudge(**options)
@@ -46,6 +63,21 @@ def _fmt_items(items) -> str:
     return "; ".join(f"{float(t):.1f}s {text}" for t, text, *_ in items)
 
 
+class _LockedWriter:
+    """A prediction writer shared by the episodes of a batch (worker threads): one line at a time."""
+
+    def __init__(self, writer, lock):
+        self.writer, self.lock = writer, lock
+
+    def write(self, episode_id, outputs) -> None:
+        with self.lock:
+            self.writer.write(episode_id, outputs)
+
+    def write_record(self, record) -> None:
+        with self.lock:
+            self.writer.write_record(record)
+
+
 class _StreamingEvaluator(Evaluator):
     resumable = True
 
@@ -53,7 +85,6 @@ class _StreamingEvaluator(Evaluator):
     def check_config(cls, config, where: str) -> None:
         if config.episodes is None:
             raise ValueError(f"{where}: a {config.type} evaluator needs 'episodes' (a list of episode sources)")
-        from proactive_rl.data.mixture import parse_mixture
 
         config.episodes = parse_mixture(config.episodes, f"{where}.episodes")
         if config.baseline_episodes is not None:
@@ -64,8 +95,6 @@ class _StreamingEvaluator(Evaluator):
             raise ValueError(f"{where}: 'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only")
 
     def _load(self) -> list:
-        from proactive_rl.data import load_mixture
-
         episodes, _ = load_mixture(self.config.episodes)
         return episodes
 
@@ -74,45 +103,64 @@ class _StreamingEvaluator(Evaluator):
         if self.config.baseline_episodes is None:
             return None
         if getattr(self, "_baseline", None) is None:
-            from proactive_rl.data import load_mixture
-
             self._baseline = load_mixture(self.config.baseline_episodes)[0]
         return self._baseline
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        from proactive_eval.streaming import episode_errors, run_episode
-        from proactive_rl.data.frames import frames_of
-        from proactive_rl.evaluation.looks import counterfactual_sources, play_counterfactuals
+        # deferred: tests monkeypatch this name where it is defined
         from proactive_rl.evaluation.policy import model_policy
 
-        policy = model_policy(model, processor, self.config.max_new_tokens, self.config.max_frames)
-        unplayable = episode_errors()
+        config = self.config
         sources = counterfactual_sources(self, frames_of)
-        records = []
-        for episode in self._progress(items, "episode"):
-            # the counterfactuals first: a stored episode (resume) then has them stored too
-            records += play_counterfactuals(self, policy, episode, sources, unplayable, writer)
-            try:
-                outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
-            except unplayable as err:
-                if self.config.on_error == "raise":
-                    raise
-                logger.warning("evaluator %r: episode %r not played: %s", self.name, episode.id, err)
-                records.append({"id": episode.id, "failed": str(err)})
-                continue
-            if writer is not None:
-                writer.write(episode.id, outputs)
-            records.append({"id": episode.id, "responses": [(r.time, r.text, r.malformed) for r in outputs]})
-        return records
+        if config.batch_size == 1 or len(items) < 2:
+            policy = model_policy(model, processor, config.max_new_tokens, config.max_frames)
+            return [
+                r for episode in self._progress(items, "episode") for r in self._play(policy, episode, sources, writer)
+            ]
+        # episodes in lockstep (`proactive_rl.streaming.batch`): one policy per episode, on the batcher's sessions
+
+        batcher, lock = Batcher(model, processor), threading.Lock()
+        writer = None if writer is None else _LockedWriter(writer, lock)
+        bar = self._progress_bar(len(items), "episode")
+
+        def play(episode) -> list[dict]:
+            policy = model_policy(model, processor, config.max_new_tokens, config.max_frames, batcher=batcher)
+            records = self._play(policy, episode, sources, writer)
+            if bar is not None:
+                with lock:
+                    bar.update()
+            return records
+
+        try:
+            return [r for records in batcher.map(items, play, config.batch_size) for r in records]
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _play(self, policy, episode, sources: dict, writer=None) -> list[dict]:
+        """One episode's records: its counterfactual runs, then its own outputs (or why it could not be played);
+        each handed to `writer` as it ends."""
+        # deferred: tests monkeypatch this name where it is defined
+        from proactive_eval.streaming import episode_errors, run_episode
+
+        unplayable = episode_errors()
+        # the counterfactuals first: a stored episode (resume) then has them stored too
+        records = play_counterfactuals(self, policy, episode, sources, unplayable, writer)
+        try:
+            outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
+        except unplayable as err:
+            if self.config.on_error == "raise":
+                raise
+            logger.warning("evaluator %r: episode %r not played: %s", self.name, episode.id, err)
+            return records + [{"id": episode.id, "failed": str(err)}]
+        if writer is not None:
+            writer.write(episode.id, outputs)
+        return records + [{"id": episode.id, "responses": [(r.time, r.text, r.malformed) for r in outputs]}]
 
     def _predictions(self, records: list[dict], out_dir: Path | None) -> tuple[dict[str, list], dict[str, str]]:
         """``(episode id → outputs, episode id → failure reason)``; the outputs are written to
         ``predictions.jsonl`` first (a judge that is down must not lose what the model said). The counterfactual
         runs go to `counterfactual_runs` (kind → episode id → outputs) and ``predictions_counterfactual.jsonl``."""
-        from proactive_eval.predictions import atomic_write_text, prediction_line
-        from proactive_rewards import Response
-        from proactive_rl.evaluation.looks import split_counterfactuals, write_counterfactuals
-
         records, self.counterfactual_runs = split_counterfactuals(records)
         write_counterfactuals(out_dir, self.counterfactual_runs, [e.id for e in self.items()])
 
@@ -155,8 +203,6 @@ class PRSEvaluator(_StreamingEvaluator):
     summary names the scorer of every task."""
 
     def content_scorers(self, cache_dir: Path | None = None):
-        from proactive_eval.metrics.content import JudgeScorer, content_scorers
-
         judge = self.config.judge
         if judge.get("type", "rule") == "rule":
             return content_scorers(f"rule:{judge.get('kind', 'token_f1')}")
@@ -164,10 +210,6 @@ class PRSEvaluator(_StreamingEvaluator):
         return content_scorers(scorer)
 
     def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.metrics import score_prs
-        from proactive_eval.report import build_results, failure_rows, write_report
-        from proactive_rl.evaluation.looks import prs_looks
-
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
         scorers = self.content_scorers(out_dir)
@@ -216,10 +258,6 @@ class PAUCEvaluator(_StreamingEvaluator):
         return make_judge(self.config.judge, cache_dir)
 
     def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.metrics import score_pauc
-        from proactive_eval.report import build_results, failure_rows, write_report
-        from proactive_rl.evaluation.looks import pauc_looks
-
         predictions, failed = self._predictions(records, out_dir)
         episodes = [e for e in self.items() if e.id not in failed]
         judge = self.judge(out_dir)

@@ -19,6 +19,22 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from proactive_eval import streaming  # module attribute: tests patch run_episode
+from proactive_eval.baseline import blind_prs_summary
+from proactive_eval.baseline_mcqa import blind_mcqa_summary, blind_oeg_summary
+from proactive_eval.baseline_pauc import blind_pauc_summary
+from proactive_eval.counterfactual import (
+    NoPartner,
+    counterfactual_id,
+    counterfactual_source,
+    split_counterfactual_id,
+    with_vision_gain,
+)
+from proactive_eval.metrics import score_pauc, score_prs
+from proactive_eval.metrics.proactivebench import oeg_summary, proactivebench_summary
+from proactive_eval.predictions import atomic_write_text, prediction_line
+from proactive_rewards import Response
+
 logger = logging.getLogger(__name__)
 
 COUNTERFACTUAL_PREDICTIONS = "predictions_counterfactual.jsonl"
@@ -36,21 +52,18 @@ def is_blind(metric: str) -> bool:
 
 def counterfactual_sources(evaluator, frame_source) -> dict[str, Any]:
     """``kind -> frame source`` of the evaluator's counterfactuals, paired over all its items (every rank alike)."""
-    from proactive_eval.counterfactual import counterfactual_source
-
     kinds = evaluator.config.counterfactual or []
     return {kind: counterfactual_source(kind, evaluator.items(), frame_source) for kind in kinds}
 
 
 def play_counterfactuals(evaluator, policy, episode, sources: dict, unplayable, writer=None) -> list[dict]:
     """The records of `episode` played under each counterfactual (`NoPartner` and unplayable videos are skipped)."""
-    from proactive_eval.counterfactual import NoPartner, counterfactual_id
-    from proactive_eval.streaming import run_episode
-
     records = []
     for kind, source in sources.items():
         try:
-            outputs = run_episode(policy, episode, frame_source=source, max_frames=evaluator.config.max_frames)
+            outputs = streaming.run_episode(
+                policy, episode, frame_source=source, max_frames=evaluator.config.max_frames
+            )
         except NoPartner as err:
             logger.info("evaluator %r: %s", evaluator.name, err)
             continue
@@ -66,9 +79,6 @@ def play_counterfactuals(evaluator, policy, episode, sources: dict, unplayable, 
 
 def split_counterfactuals(records: list[dict]) -> tuple[list[dict], dict[str, dict[str, list]]]:
     """``(the episodes' own records, kind -> episode id -> outputs)`` of gathered (or resumed) records."""
-    from proactive_eval.counterfactual import split_counterfactual_id
-    from proactive_rewards import Response
-
     own, runs = [], {}
     for record in records:
         eid, kind = split_counterfactual_id(record["id"])
@@ -84,8 +94,6 @@ def write_counterfactuals(out_dir: Path | None, runs: dict[str, dict[str, list]]
     """``predictions_counterfactual.jsonl``: every counterfactual run, in episode order."""
     if out_dir is None or not runs:
         return
-    from proactive_eval.counterfactual import counterfactual_id
-    from proactive_eval.predictions import atomic_write_text, prediction_line
 
     lines = [
         prediction_line(counterfactual_id(eid, kind), runs[kind][eid])
@@ -118,10 +126,6 @@ def _flat(summary: dict[str, Any], keys: tuple[str, ...], suffix: str = "", pref
 
 def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind row and the counterfactuals of a PRS evaluation (module docstring)."""
-    from proactive_eval.baseline import blind_prs_summary
-    from proactive_eval.counterfactual import with_vision_gain
-    from proactive_eval.metrics import score_prs
-
     alpha, keys = evaluator.config.alpha, ("prs_u", "prs_b")
     reference = evaluator.baseline_items()
     blind = _blind(evaluator, episodes, lambda: blind_prs_summary(episodes, reference, alpha, content_scorer=scorers))
@@ -144,10 +148,6 @@ def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers)
 def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, omegas) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind answer and the counterfactuals of a PAUC evaluation: ``blind_pauc_wω``,
     ``pauc_wω_swap``, ``vision_gain_pauc_wω`` (module docstring)."""
-    from proactive_eval.baseline_pauc import blind_pauc_summary
-    from proactive_eval.counterfactual import with_vision_gain
-    from proactive_eval.metrics import score_pauc
-
     keys = tuple(f"omega={o}" for o in omegas)
 
     def named(summary: dict, prefix: str = "", suffix: str = "") -> dict[str, float]:
@@ -175,9 +175,6 @@ def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, 
 def mcqa_looks(evaluator, records: list[dict], swapped: list[dict]) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the image-blind policy (``blind_acc``, ``blind_ps``) and of the swapped images
     (``acc_swap``, ``ps_swap``, ``vision_gain_acc``) of an MCQA evaluation (`proactive_eval.baseline_mcqa`)."""
-    from proactive_eval.baseline_mcqa import blind_mcqa_summary
-    from proactive_eval.metrics.proactivebench import proactivebench_summary
-
     played = {r["id"] for r in records}
     envs = [e for e in evaluator.items() if e.id in played]
     blind = _blind(evaluator, envs, lambda: blind_mcqa_summary(envs, evaluator.baseline_items()))
@@ -214,9 +211,6 @@ def mcqa_looks_markdown(summary: dict) -> str:
 def oeg_looks(evaluator, rows: list[dict], swapped: list[dict], swapped_rows: list[dict], judge) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind answer (``blind_agg``, ``blind_acc``, ``blind_ps``) and of the swapped
     images (``agg_swap``, ``vision_gain_agg``) of an OEG evaluation (`proactive_eval.baseline_mcqa`)."""
-    from proactive_eval.baseline_mcqa import blind_oeg_summary
-    from proactive_eval.metrics.proactivebench import oeg_summary
-
     keys = ("agg", "acc", "ps")
     blind = _blind(evaluator, rows, lambda: blind_oeg_summary(rows, judge, evaluator.baseline_items()))
     metrics = {f"blind_{k}": float(blind[k]) for k in keys}

@@ -12,15 +12,29 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
+import numpy as np
+from PIL import Image
+
+from proactive_rl.data.mcqa import image_messages, mcqa_text
+from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, gathered_for_generation
+
 DEFAULT_MAX_NEW_TOKENS = 16
+# Frames decided per call in a batch: the call is shared by the batch's episodes, so a short block costs little, and
+# a rejected draft wastes fewer frames fed again (16 alone, where each call is the episode's own).
+BATCHED_LOOKAHEAD = 4
 
 
-def model_policy(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, max_frames: int | None = None):
-    """The live model as a greedy `proactive_rl.streaming.HFStreamingPolicy` (a `StreamingPolicy`)."""
-    from proactive_rl.streaming import HFStreamingPolicy, SamplingParams
-
+def model_policy(
+    model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, max_frames: int | None = None, batcher=None
+):
+    """The live model as a greedy `proactive_rl.streaming.HFStreamingPolicy` (a `StreamingPolicy`); with a
+    `proactive_rl.streaming.batch.Batcher`, one whose episode plays in the batcher's lockstep rounds."""
     return HFStreamingPolicy(
-        model, processor, sampling=SamplingParams(max_new_tokens=max_new_tokens), max_frames=max_frames
+        model,
+        processor,
+        sampling=SamplingParams(max_new_tokens=max_new_tokens),
+        max_frames=max_frames,
+        batcher=batcher,
     )
 
 
@@ -33,10 +47,8 @@ def image_answer_fn(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKE
     `generate` (``suppress_tokens``, e.g. every token but the option letters, as in training), in eval mode; the
     caller's mode is restored. Under ZeRO-3, call it inside `generation_model` (every rank decodes its own shard).
     """
+    # deferred: keeps torch/transformers out of light import paths
     import torch
-    from PIL import Image
-
-    from proactive_rl.data.mcqa import image_messages
 
     def answer(image, text: str, suppress_tokens: list[int] | None = None) -> str:
         if not isinstance(image, Image.Image):
@@ -71,9 +83,6 @@ def observation_image(observation):
     (`proactivebench_environments` gives 1×1 placeholders, so that training rows decode lazily)."""
     image = observation.image
     if observation.image_path is not None and image.shape[:2] == (1, 1):
-        import numpy as np
-        from PIL import Image
-
         with Image.open(observation.image_path) as decoded:
             image = np.array(decoded.convert("RGB"))
     return image
@@ -84,8 +93,6 @@ def mcqa_answer_fn(
 ) -> Callable:
     """``(observation, hint="") -> answer text``: the observation's image and the authors' multiple-choice text
     (`proactive_rl.data.mcqa.mcqa_text`, the suggestion trainer's row text) through `image_answer_fn`."""
-    from proactive_rl.data.mcqa import mcqa_text
-
     answer = image_answer_fn(model, processor, max_new_tokens)
     return lambda observation, hint="": answer(
         observation_image(observation), mcqa_text(observation, hint), suppress_tokens
@@ -98,8 +105,6 @@ def generation_model(model, trainer=None) -> Iterator:
     the parameters are gathered whole (and the engine's hooks lifted, TRL's `unwrap_model_for_generation`), so
     each rank decodes its own shard for as many steps as it needs: a sharded forward is a collective and ranks
     decoding different episodes would hang."""
-    from proactive_rl.streaming import gathered_for_generation
-
     if trainer is not None:
         with gathered_for_generation(trainer.model_wrapped, trainer.accelerator) as unwrapped:
             yield unwrapped

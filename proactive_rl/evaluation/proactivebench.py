@@ -12,10 +12,21 @@ import copy
 import json
 from typing import Any
 
-from proactive_eval.formats.proactivebench_protocol import PROTOCOLS
-from proactive_rl.data.mcqa import parse_environments
+from proactive_eval import environments as proactive_environments  # module attribute: tests patch run_environment
+from proactive_eval.baseline_mcqa import SwappedEnvironment
+from proactive_eval.counterfactual import counterfactual_id, split_counterfactual_id, swap_partners
+from proactive_eval.environments import proactivebench_summary
+from proactive_eval.formats.proactivebench_protocol import PROTOCOLS, protocol_line, protocol_summary
+from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
+from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
+from proactive_eval.metrics import oeg_judgment, oeg_summary
+from proactive_eval.oeg import oeg_question, oeg_valid_answers
+from proactive_eval.predictions import atomic_write_text
+from proactive_rl.data.mcqa import env_hint, parse_environments, suppressed_tokens
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
 from proactive_rl.evaluation.evaluators import make_judge
+from proactive_rl.evaluation.looks import mcqa_looks, mcqa_looks_markdown, oeg_looks
+from proactive_rl.evaluation.policy import image_answer_fn, mcqa_answer_fn, observation_image
 
 #: An evaluator's synthetic environments default to this many when an entry sets no ``num_envs`` (or ``n``).
 DEFAULT_NUM_ENVS = 8
@@ -50,8 +61,6 @@ def _check_environments(config, where: str) -> None:
 
 def swap_images(envs: list) -> dict[str, Any]:
     """Environment id → the environment whose images it is shown with under ``swap`` (same dataset)."""
-    from proactive_eval.counterfactual import swap_partners
-
     by_id = {e.id: e for e in envs}
     pairs = swap_partners(envs, group=lambda e: getattr(e, "dataset", ""))
     return {eid: by_id[other] for eid, other in pairs.items()}
@@ -59,8 +68,6 @@ def swap_images(envs: list) -> dict[str, Any]:
 
 def _split_swapped(records: list[dict]) -> tuple[list[dict], list[dict]]:
     """``(own records, swap records with their environment's id)``."""
-    from proactive_eval.counterfactual import split_counterfactual_id
-
     own, swapped = [], []
     for r in records:
         eid, kind = split_counterfactual_id(r["id"])
@@ -122,18 +129,11 @@ class MCQAEvaluator(Evaluator):
         """Every token but the option letters (``answer_letters_only``), over all items (every rank alike)."""
         if not self.config.answer_letters_only:
             return None
-        from proactive_rl.data.mcqa import suppressed_tokens
 
         n_options = max(len(copy.deepcopy(env).reset().options) for env in self.items())
         return suppressed_tokens(model, getattr(processor, "tokenizer", processor), n_options)
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        from proactive_eval.baseline_mcqa import SwappedEnvironment
-        from proactive_eval.counterfactual import counterfactual_id
-        from proactive_eval.environments import run_environment
-        from proactive_rl.data.mcqa import env_hint
-        from proactive_rl.evaluation.policy import mcqa_answer_fn
-
         answer = mcqa_answer_fn(model, processor, self.config.max_new_tokens, self.suppressed_tokens(model, processor))
         partners = swap_images(self.items()) if "swap" in (self.config.counterfactual or []) else {}
         records = []
@@ -146,7 +146,9 @@ class MCQAEvaluator(Evaluator):
                 played.append((counterfactual_id(env.id, "swap"), swapped))
             done = []
             for rid, playing in played:
-                outcome = run_environment(playing, lambda observation, hint=hint: answer(observation, hint))
+                outcome = proactive_environments.run_environment(
+                    playing, lambda observation, hint=hint: answer(observation, hint)
+                )
                 done.append(
                     {
                         "id": rid,
@@ -163,11 +165,6 @@ class MCQAEvaluator(Evaluator):
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.environments import proactivebench_summary
-        from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
-        from proactive_eval.predictions import atomic_write_text
-        from proactive_rl.evaluation.looks import mcqa_looks, mcqa_looks_markdown
-
         records, swapped = _split_swapped(records)
         summary = dict(proactivebench_summary(records))
         groups: dict[str, list[dict]] = {}
@@ -221,7 +218,6 @@ class OEGEvaluator(Evaluator):
         """The ``{"id", "dataset", "prompt", "valid_answers"}`` the blind answer is fitted on, or `None`."""
         if self.config.baseline_environments is None:
             return None
-        from proactive_eval.oeg import oeg_question, oeg_valid_answers
 
         config = self.config
         envs = build_environments(config.baseline_environments, protocol=config.protocol, skip=config.skip)
@@ -232,10 +228,6 @@ class OEGEvaluator(Evaluator):
         ]  # fmt: skip
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
-        from proactive_eval.counterfactual import counterfactual_id
-        from proactive_eval.oeg import oeg_question, oeg_valid_answers
-        from proactive_rl.evaluation.policy import image_answer_fn, observation_image
-
         answer = image_answer_fn(model, processor, self.config.max_new_tokens)
         partners = swap_images(self.items()) if "swap" in (self.config.counterfactual or []) else {}
         records = []
@@ -258,12 +250,6 @@ class OEGEvaluator(Evaluator):
         return records
 
     def score(self, records, out_dir, plots=True) -> Scored:
-        from proactive_eval.formats.proactivebench_protocol import protocol_line, protocol_summary
-        from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
-        from proactive_eval.metrics import oeg_judgment, oeg_summary
-        from proactive_eval.predictions import atomic_write_text
-        from proactive_rl.evaluation.looks import oeg_looks
-
         if out_dir is not None:  # written before judging: a judge that is down must not lose what the model said
             atomic_write_text(out_dir / "predictions.jsonl", _jsonl(records))
         judge = make_judge(self.config.judge, cache_dir=out_dir, system_prompt=OEG_SYSTEM_PROMPT)

@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from proactive_eval.predictions import PredictionWriter, load_predictions
+from proactive_eval.records import iter_jsonl, read_text
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +38,6 @@ def partial_path(folder: Path, rank: int) -> Path:
 
 def fingerprint(evaluator, meta: dict[str, Any] | None) -> dict[str, Any]:
     """What must not change for stored predictions to be reused: the evaluator's settings and the checkpoint."""
-    from dataclasses import asdict
-
     return json.loads(json.dumps({"evaluator": asdict(evaluator.config), "meta": meta or {}}, default=str))
 
 
@@ -69,16 +71,12 @@ def resumed_records(folder: Path, print_: dict[str, Any], records_files: tuple[s
 
 
 def _predictions(path: Path) -> list[dict]:
-    from proactive_eval.predictions import load_predictions
-
     outputs = load_predictions(path)
     return [{"id": eid, "responses": [(r.time, r.text, r.malformed) for r in rs]} for eid, rs in outputs.items()]
 
 
 def _stored(path: Path) -> list[dict]:
     """The records of a JSONL file written by `PredictionWriter.write_record` (or as a whole records file)."""
-    from proactive_eval.records import iter_jsonl, read_text
-
     return [record for _, record in iter_jsonl(read_text(path, "stored records"), path)]
 
 
@@ -90,6 +88,4 @@ def finish(folder: Path) -> None:
 
 def _repair(path: Path) -> None:
     """Drop a torn last line (a rank killed mid-write), as `PredictionWriter` does when it reopens a file."""
-    from proactive_eval.predictions import PredictionWriter
-
     PredictionWriter(path).close()

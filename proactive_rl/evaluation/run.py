@@ -25,9 +25,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.counterfactual import split_counterfactual_id
+from proactive_eval.predictions import PredictionWriter, atomic_write_text
 from proactive_rl.errors import debug, input_errors
 from proactive_rl.evaluation.base import Evaluator
 from proactive_rl.evaluation.policy import generation_model
+from proactive_rl.evaluation.resume import fingerprint, finish, partial_path, resumed_records
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +53,6 @@ def _failure(name: str, stage: str, err: BaseException, rank: int) -> dict[str, 
 
 def _resumed(evaluators, out: Path, meta: dict | None) -> dict[str, list[dict]]:
     """Main process: the stored records of each resumable evaluator (see `proactive_rl.evaluation.resume`)."""
-    from proactive_rl.evaluation.resume import fingerprint, resumed_records
-
     resumed = {}
     for ev in evaluators:
         if not ev.resumable:
@@ -72,9 +73,6 @@ def _resumed(evaluators, out: Path, meta: dict | None) -> dict[str, list[dict]]:
 def _generate_local(
     evaluators: Sequence[Evaluator], model, processor, trainer, state, out: Path | None, resumed: dict
 ) -> dict[str, dict]:
-    from proactive_eval.predictions import PredictionWriter
-    from proactive_rl.evaluation.resume import partial_path
-
     local: dict[str, dict] = {}
     with generation_model(model, trainer) as gen_model:
         for ev in evaluators:
@@ -111,8 +109,6 @@ def _generate_local(
 def in_item_order(evaluator, records: list[dict]) -> list[dict]:
     """`records` in the order of the evaluator's items, each item's own record and then its counterfactual runs
     (``<id>#<kind>``) in the configured order: a resumed run scores the list an uninterrupted run scores."""
-    from proactive_eval.counterfactual import split_counterfactual_id
-
     order = {item.id: k for k, item in enumerate(evaluator.items())}
     kinds = {kind: k for k, kind in enumerate(getattr(evaluator.config, "counterfactual", None) or [])}
 
@@ -124,8 +120,6 @@ def in_item_order(evaluator, records: list[dict]) -> list[dict]:
 
 
 def _score(evaluators, gathered: list[dict], out_dir: Path | None, plots: bool, resumed: dict) -> dict[str, dict]:
-    from proactive_rl.evaluation.resume import finish
-
     entries = {}
     for ev in evaluators:
         parts = [g[ev.name] for g in gathered]
@@ -199,6 +193,7 @@ def evaluate_model(
         `dict`: ``{"step", "complete", "incomplete": [{"evaluator", "stage", "error"}], "metrics": {"name/metric":
         value}, "evaluators": {name: {"status", "metrics", "summary", "wall_time_s", ...}}, "wall_time_s", ...}``.
     """
+    # deferred: keeps torch/transformers out of light import paths
     from accelerate import PartialState
     from accelerate.utils import broadcast_object_list, gather_object
 
@@ -240,8 +235,6 @@ def evaluate_model(
         }
         results["wall_time_s"] = round(time.perf_counter() - start, 3)
         if out is not None:
-            from proactive_eval.predictions import atomic_write_text
-
             atomic_write_text(
                 out / RESULTS_NAME, json.dumps(results, indent=1, ensure_ascii=False, default=str) + "\n"
             )

@@ -25,6 +25,7 @@ def end_process_group() -> None:
     """Under `accelerate launch`, let every rank reach the end, then close the process group (call after success
     only: a rank that raised never reaches the barrier). A rank exiting with a live gloo/NCCL group while another
     is still in a collective aborts ("terminate called without an active exception")."""
+    # deferred: keeps torch/transformers out of light import paths
     from accelerate import PartialState
 
     state = PartialState()
@@ -40,6 +41,7 @@ def exit_launched(code: int = 0) -> int:
 
     A script of your own that trains under ``accelerate launch`` ends the same way: ``sys.exit(exit_launched(0))``.
     """
+    # deferred: keeps torch/transformers out of light import paths
     from accelerate import PartialState
 
     if not PartialState().use_distributed:

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.predictions import atomic_write_text
+from proactive_eval.report import pyplot, save_figure
 from proactive_rl.evaluation.base import Evaluator
 from proactive_rl.evaluation.looks import blind_key, is_blind
 from proactive_rl.evaluation.run import RESULTS_NAME, evaluate_model
@@ -121,8 +123,6 @@ class CheckpointWatcher:
             ) from None
 
     def _write_state(self) -> None:
-        from proactive_eval.predictions import atomic_write_text
-
         self.out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.out_dir / STATE_NAME, json.dumps(self.state, indent=1) + "\n")
 
@@ -177,6 +177,7 @@ class CheckpointWatcher:
     def evaluate(self, step: int, path: str, digest: str) -> dict[str, Any]:
         """Load and evaluate one checkpoint on every rank; the main process records it. Never raises on a bad
         checkpoint: returns its state entry."""
+        # deferred: keeps torch/transformers out of light import paths
         from accelerate import PartialState
         from accelerate.utils import gather_object
 
@@ -236,8 +237,6 @@ class CheckpointWatcher:
 
     def write_leaderboard(self) -> dict[str, Path]:
         """``leaderboard.md``, ``leaderboard.json`` and (with plots) ``leaderboard.png`` in the output folder."""
-        from proactive_eval.predictions import atomic_write_text
-
         rows = self.rows()
         every = list(dict.fromkeys(k for r in rows for k in r.get("metrics", {})))
         metrics = [k for k in every if not is_blind(k)]  # the blind values get a row of their own
@@ -285,6 +284,7 @@ class CheckpointWatcher:
             follow (`bool`, *optional*): keep watching after the run has finished (stop with Ctrl-C).
             max_idle_s (`float`, *optional*): stop after this long without a new checkpoint to evaluate.
         """
+        # deferred: keeps torch/transformers out of light import paths
         from accelerate import PartialState
         from accelerate.utils import broadcast_object_list
 
@@ -314,8 +314,6 @@ class CheckpointWatcher:
 
 def plot_leaderboard(rows: list[dict[str, Any]], metrics: list[str], path: Path) -> Path:
     """One panel per metric: its value against the training step (atomically written PNG)."""
-    from proactive_eval.report import pyplot, save_figure
-
     plt = pyplot()
     n = len(metrics)
     cols = min(3, n)

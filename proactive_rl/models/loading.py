@@ -9,6 +9,7 @@ a checkpoint reloads with them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 
@@ -57,6 +58,7 @@ def load_model(
     Returns:
         `(model, processor)`.
     """
+    # deferred: keeps torch/transformers out of light import paths
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     if dtype is not None and torch_dtype is not None and dtype != torch_dtype:
@@ -84,6 +86,7 @@ def load_model(
 
 def check_attn_implementation(attn_implementation: str | None) -> str:
     """Validate an attention implementation name (default `"sdpa"`); flash-attention must be installed to be used."""
+    # deferred: keeps torch/transformers out of light import paths
     attn = attn_implementation or "sdpa"
     if attn not in ATTN_IMPLEMENTATIONS:
         raise ValueError(f"unknown attn_implementation {attn!r}; expected one of {', '.join(ATTN_IMPLEMENTATIONS)}")
@@ -125,6 +128,7 @@ def add_state_tokens(model, processor) -> dict[str, int]:
     Returns:
         `dict[str, int]`: the id of each state token.
     """
+    # deferred: keeps torch/transformers out of light import paths
     from tokenizers import AddedToken
 
     tokenizer = getattr(processor, "tokenizer", processor)
@@ -157,6 +161,7 @@ def state_row_sources(tokenizer, tokens) -> dict[str, list[int]]:
 
 
 def _init_rows(model, tokenizer, new: dict[str, int], old_len: int) -> None:
+    # deferred: keeps torch/transformers out of light import paths
     if not new:
         return
     from transformers.integrations import is_deepspeed_zero3_enabled
@@ -171,8 +176,6 @@ def _init_rows(model, tokenizer, new: dict[str, int], old_len: int) -> None:
 
         context = deepspeed.zero.GatheredParameters(weights, modifier_rank=0)
     else:
-        import contextlib
-
         context = contextlib.nullcontext()
     with context, torch.no_grad():
         for weight in weights:

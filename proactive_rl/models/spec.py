@@ -87,6 +87,7 @@ def load_model_spec(
         seed (`int`, *optional*, defaults to `0`): weight seed of a tiny model.
         **model_kwargs: passed to `load_model` for a real checkpoint (``quantization_config``, ``device_map``).
     """
+    # deferred: keeps --help / light imports fast
     if not name:
         raise InputError("model_name_or_path: required (a hub id, a local directory, or tiny:<arch>:<size>)")
     from proactive_rl.models.loading import check_attn_implementation, load_model
@@ -113,6 +114,7 @@ def build_unpartitioned(build, *args):
     A model built from a config under ZeRO-3 init is partitioned before its weights are initialised, which the
     Qwen-VL initialisers do not support; a tiny model fits everywhere, so it is built whole.
     """
+    # deferred: keeps --help / light imports fast
     from transformers.integrations import deepspeed as hf_ds
 
     config = hf_ds._hf_deepspeed_config_weak_ref() if hf_ds._hf_deepspeed_config_weak_ref else None

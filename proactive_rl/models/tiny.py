@@ -15,6 +15,7 @@ import torch
 
 from proactive_rl.models.templates import QWEN2_5_VL_CHAT_TEMPLATE, QWEN3_VL_CHAT_TEMPLATE
 from proactive_rl.models.text_sizes import text_sizes
+from proactive_rl.models.tiny_llava_next import build_tiny_llava_next
 from proactive_rl.models.tokenizer import build_tokenizer
 
 ARCHS = ("qwen2_5_vl", "qwen3_vl", "llava_next")
@@ -50,8 +51,6 @@ def build_tiny(arch: str = "qwen2_5_vl", size: str = "xs", seed: int = 0, state_
     if size not in SIZES:
         raise ValueError(f"unknown tiny-model size {size!r}; expected one of {', '.join(SIZES)}")
     if arch == "llava_next":
-        from proactive_rl.models.tiny_llava_next import build_tiny_llava_next
-
         return build_tiny_llava_next(size, seed=seed, state_tokens=state_tokens)
     dims = _SIZES[size]
     tokenizer = build_tokenizer(state_tokens=state_tokens)
@@ -71,6 +70,7 @@ def build_tiny(arch: str = "qwen2_5_vl", size: str = "xs", seed: int = 0, state_
 
 
 def _model_class(arch: str):
+    # deferred: keeps torch/transformers out of light import paths
     if arch == "qwen2_5_vl":
         from transformers import Qwen2_5_VLForConditionalGeneration
 
@@ -81,6 +81,7 @@ def _model_class(arch: str):
 
 
 def _build_processor(arch: str, tokenizer, side: int):
+    # deferred: keeps torch/transformers out of light import paths
     from transformers import Qwen2VLImageProcessor
 
     if arch == "qwen2_5_vl":
@@ -112,6 +113,7 @@ def _build_processor(arch: str, tokenizer, side: int):
 
 
 def _build_config(arch: str, d: dict, tokenizer):
+    # deferred: keeps torch/transformers out of light import paths
     ids = {
         t: tokenizer.convert_tokens_to_ids(t)
         for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from proactive_rl.models.templates import LLAVA_NEXT_MISTRAL_CHAT_TEMPLATE
+from proactive_rl.models.text_sizes import text_sizes
 from proactive_rl.models.tokenizer import build_mistral_tokenizer
 
 # Per size: language model and CLIP vision tower (its crop side is 2x2 patches of 14 px in both sizes).
@@ -39,6 +40,7 @@ def build_tiny_llava_next(size: str = "xs", seed: int = 0, state_tokens: bool = 
     Returns:
         `(model, processor)`: a `LlavaNextForConditionalGeneration` in fp32 eval mode and a `LlavaNextProcessor`.
     """
+    # deferred: keeps torch/transformers out of light import paths
     from transformers import LlavaNextForConditionalGeneration
 
     if size not in _SIZES:
@@ -57,6 +59,7 @@ def build_tiny_llava_next(size: str = "xs", seed: int = 0, state_tokens: bool = 
 
 
 def _build_processor(tokenizer):
+    # deferred: keeps torch/transformers out of light import paths
     from transformers import LlavaNextImageProcessor, LlavaNextProcessor
 
     image_processor = LlavaNextImageProcessor(
@@ -76,9 +79,8 @@ def _build_processor(tokenizer):
 
 
 def _build_config(d: dict, tokenizer):
+    # deferred: keeps torch/transformers out of light import paths
     from transformers import CLIPVisionConfig, LlavaNextConfig, MistralConfig
-
-    from proactive_rl.models.text_sizes import text_sizes
 
     # text_sizes rounds the vocabulary up as the released checkpoint does (32064 rows for 32002 tokens).
     text = MistralConfig(

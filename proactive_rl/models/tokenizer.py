@@ -10,6 +10,8 @@ the layout of Mistral's sentencepiece-style tokenizer (``▁`` word marks, byte 
 
 from __future__ import annotations
 
+import json
+
 from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
 
 # Control tokens the Qwen-VL processors and chat templates use, in Qwen's order.
@@ -64,7 +66,7 @@ def plain_state_tokens(tokenizer) -> bool:
 
 def plain_backend(backend):
     """`backend` (a `tokenizers.Tokenizer`) with its state tokens non-special and unnormalised (same object if so)."""
-    import json
+    # deferred: keeps torch/transformers out of light import paths
 
     from tokenizers import Tokenizer
 
@@ -145,6 +147,7 @@ def build_tokenizer(vocab_size: int = 1024, model_max_length: int = 32768, state
         state_tokens (`bool`, *optional*, defaults to `True`): include the two state tokens (`False` mimics a
             released checkpoint's tokenizer).
     """
+    # deferred: keeps torch/transformers out of light import paths
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -191,7 +194,7 @@ def build_mistral_tokenizer(vocab_size: int = 1024, model_max_length: int = 3276
         model_max_length (`int`, *optional*, defaults to `32768`): recorded on the tokenizer.
         state_tokens (`bool`, *optional*, defaults to `True`): include the two state tokens (docs/spec.md §2).
     """
-    import json
+    # deferred: keeps torch/transformers out of light import paths
 
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors, trainers
     from tokenizers.pre_tokenizers import Metaspace

@@ -12,6 +12,7 @@ __all__ = ["FocalLossOutput", "ProactiveSFTTrainer", "focal_state_loss", "state_
 
 def __getattr__(name):
     # the trainer pulls in trl/transformers; import it only when asked for
+    # deferred: keeps --help / light imports fast
     if name == "ProactiveSFTTrainer":
         from proactive_rl.sft.trainer import ProactiveSFTTrainer
 

@@ -14,6 +14,7 @@ from trl import SFTConfig
 
 from proactive_rl.chat.messages import TRUNCATION
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
+from proactive_rl.evaluation.config import EvalCallbackConfig
 
 DATA_PIPELINES = ("lazy", "eager")
 
@@ -71,8 +72,6 @@ class SFTScriptArguments:
         if self.max_frames is not None and self.max_frames < 1:
             raise ValueError(f"max_frames: must be >= 1, got {self.max_frames}")
         if self.eval_callback is not None:  # validated before a model is loaded
-            from proactive_rl.evaluation.config import EvalCallbackConfig
-
             self.eval_callback = EvalCallbackConfig.from_dict(self.eval_callback, "eval_callback")
 
 

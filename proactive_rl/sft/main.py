@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from transformers import TrainerCallback
 from trl import ModelConfig, TrlParser
 
+from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
 from proactive_rl.data import EpisodeCollator, as_hf_dataset, load_mixture, prepare_examples
 from proactive_rl.data.examples import skip_summary
 from proactive_rl.data.lazy import (
@@ -28,6 +30,7 @@ from proactive_rl.data.lazy import (
     select_valid,
 )
 from proactive_rl.sft.config import ProactiveSFTConfig, SFTScriptArguments
+from proactive_rl.sft.trainer import ProactiveSFTTrainer
 from proactive_rl.training import (
     attach_eval_callback,
     check_model_args,
@@ -59,8 +62,6 @@ class FirstStepTimer(TrainerCallback):
 
 
 def state_token_ids(processor) -> list[int]:
-    from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
-
     tokenizer = getattr(processor, "tokenizer", processor)
     ids = [tokenizer.convert_tokens_to_ids(t) for t in (SILENCE_TOKEN, RESPONSE_TOKEN)]
     if any(i is None or i == tokenizer.unk_token_id for i in ids):
@@ -70,7 +71,7 @@ def state_token_ids(processor) -> list[int]:
 
 def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, model_args: ModelConfig):
     """Model, data (validated before the first step; `data_pipeline` lazy or eager) and `ProactiveSFTTrainer`."""
-    from proactive_rl.sft.trainer import ProactiveSFTTrainer
+    # deferred: optional extra
 
     start = time.perf_counter()
     check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
@@ -136,8 +137,6 @@ def _eager_data(script_args, training_args, encode, tokenizer):
 
 def _lazy_data(script_args, training_args, encode: EpisodeEncoder, tokenizer):
     """Episode rows validated and measured without pixels (cached map), frames decoded per batch (docs/spec.md §1)."""
-    from dataclasses import replace
-
     measure = EpisodeMeasure(replace(encode, process_images=False))
 
     def prepared(sources, what):

@@ -41,6 +41,7 @@ def gathered_for_generation(model, accelerator=None):
     with ``deepspeed.zero.GatheredParameters``; otherwise the model is yielded as is. Gather once around a whole
     episode or rollout group, not per step: each gather moves every parameter.
     """
+    # deferred: optional extra
     if accelerator is not None:
         from trl.models import unwrap_model_for_generation
 
@@ -78,6 +79,9 @@ class HFStreamingPolicy:
             starts there, falls back to 1 after a rejected draft and doubles back; see `speculation.Lookahead`).
         encode_ahead (`bool`, *optional*, defaults to `True`): `step_ahead` encodes all the frames it is given in
             one vision call (their features are kept until the frames are decided); otherwise one call per frame.
+        batcher (`Batcher`, *optional*): play on a `proactive_rl.streaming.batch.BatchedSession` of this batcher
+            (the episode runs in one of its `map` workers, in lockstep with the others; same turns). Its model is
+            the one used; `context` is then entered in the worker, so gather once around the whole `map` instead.
 
     After each step, `last_turn` holds the decoded `TurnOutput` (tokens, log-probabilities) and `session` the
     engine state.
@@ -95,6 +99,7 @@ class HFStreamingPolicy:
         speculate: bool = True,
         lookahead: int = 16,
         encode_ahead: bool = True,
+        batcher=None,
     ):
         self.model = model
         self.processor = processor
@@ -116,6 +121,7 @@ class HFStreamingPolicy:
         self.draft = silent_draft(processor) if speculate else None
         self.lookahead = lookahead
         self.encode_ahead = encode_ahead
+        self.batcher = batcher
         self._size = Lookahead(lookahead)
         self._chunks: dict[int, Chunk] = {}  # rendered observations not yet decided, by step
 
@@ -141,7 +147,10 @@ class HFStreamingPolicy:
         with self.context():
             if self.session is None:
                 max_frames = observations[0].meta.get("max_frames", self.max_frames)
-                self.session = StreamingSession(self.model, self.processor, max_frames=max_frames)
+                if self.batcher is None:
+                    self.session = StreamingSession(self.model, self.processor, max_frames=max_frames)
+                else:
+                    self.session = self.batcher.session(max_frames=max_frames)
                 self._chunks = {}
             chunks = self._render(observations)
             if self.encode_ahead:

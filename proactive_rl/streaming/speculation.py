@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proactive_rewards.parsing import SILENCE_TOKEN
+from proactive_rl.chat import generation_prompt_ids, render_assistant_turn
 
 from .chunks import Chunk
 
@@ -29,8 +30,6 @@ from .chunks import Chunk
 def silent_draft(processor, silence: str = SILENCE_TOKEN) -> list[int]:
     """The token ids of a silent assistant turn as the chat template renders it, from after the generation prompt
     (``<|im_start|>assistant\\n``) through the end-of-turn token: ``</Silence><|im_end|>`` for Qwen."""
-    from proactive_rl.chat import generation_prompt_ids, render_assistant_turn
-
     tokenizer = getattr(processor, "tokenizer", processor)
     ids = render_assistant_turn(processor, silence).input_ids
     header = generation_prompt_ids(processor)

@@ -7,6 +7,7 @@ the ground truth. MCQA environments (docs/spec.md §11): `make_environments(kind
 and ProactiveBench JSONL + images (the `proactive-rl synth` command).
 """
 
+from proactive_rl.synthetic import environments
 from proactive_rl.synthetic.generate import episode_seed, generate_episodes, render_frames
 from proactive_rl.synthetic.oracle import OraclePolicy, SilentPolicy
 from proactive_rl.synthetic.tasks import GENERATORS, Knobs
@@ -18,8 +19,6 @@ _LAZY = {"KINDS", "SequenceEnvironment", "abstain_policy", "make_environments", 
 def __getattr__(name):
     # The environments need proactive_eval.environments; import them only when asked for.
     if name in _LAZY:
-        from proactive_rl.synthetic import environments
-
         return getattr(environments, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

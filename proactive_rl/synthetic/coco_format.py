@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from proactive_rl.synthetic.world import BACKGROUND, PALETTE, SHAPES, rgb, shape_mask
 
@@ -46,7 +47,6 @@ def make_coco_dataset(
     out = Path(out)
     (out / "images").mkdir(parents=True, exist_ok=True)
     (out / "annotations").mkdir(parents=True, exist_ok=True)
-    from PIL import Image
 
     rng = np.random.default_rng(seed)
     categories = coco_categories()

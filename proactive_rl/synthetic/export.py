@@ -24,9 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
+from tqdm.auto import tqdm
 
 from proactive_eval.episodes import Episode, save_episodes
 from proactive_eval.video import write_video
+from proactive_rl.synthetic.environments import make_environments
 from proactive_rl.synthetic.generate import generate_episodes, render_frames
 
 logger = logging.getLogger(__name__)
@@ -128,8 +131,6 @@ def environment_record(env, rel_dir: str) -> dict:
 
 def export_environments(env_dir: Path, kind: str, envs: list, reuse: bool = False, progress=None) -> dict[str, int]:
     """Write ``env_dir/<kind>.jsonl`` and its images (with `reuse`, existing images are kept); returns counts."""
-    from PIL import Image
-
     counts = {"written": 0, "reused": 0}
     lines = []
     for env in envs:
@@ -189,10 +190,6 @@ def export_dataset(
     Returns:
         `dict`: the manifest plus ``written`` / ``reused`` file counts.
     """
-    from tqdm.auto import tqdm
-
-    from proactive_rl.synthetic.environments import make_environments
-
     out = Path(out)
     if int(seed) < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")

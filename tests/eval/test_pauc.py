@@ -172,12 +172,7 @@ def test_score_pauc_turn_and_video_weighting():
 def test_score_pauc_batches_through_score_many(monkeypatch):
     import proactive_eval.metrics.pauc as pauc_mod
 
-    class FakeJudgesModule:
-        @staticmethod
-        def pauc_prompt(q, g, p):
-            return f"{q}|{g}|{p}"
-
-    monkeypatch.setitem(__import__("sys").modules, "proactive_eval.judges", FakeJudgesModule)
+    monkeypatch.setattr(pauc_mod, "pauc_prompt", lambda q, g, p: f"{q}|{g}|{p}")
 
     class BatchJudge:
         def __init__(self):

@@ -290,6 +290,7 @@ def test_mcqa_swap_counterfactual_resumes_with_its_environment(world, tmp_path, 
 def test_oeg_swap_counterfactual_resumes_with_its_environment(world, tmp_path, monkeypatch):
     """The same for OEG: killed between an environment's own answer and its swap answer (rule judge)."""
     import proactive_rl.evaluation.policy as policy
+    import proactive_rl.evaluation.proactivebench as proactivebench
     from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model
     from proactive_rl.models import load_model
 
@@ -313,6 +314,7 @@ def test_oeg_swap_counterfactual_resumes_with_its_environment(world, tmp_path, m
 
         calls.clear()
         monkeypatch.setattr(policy, "image_answer_fn", answer_fn)
+        monkeypatch.setattr(proactivebench, "image_answer_fn", answer_fn)  # its use site
         meta = {"checkpoint": "tiny"}
         return evaluate_model(*tiny, build_evaluators(config.evaluators), out_dir=out, meta=meta, resume=True)
 

@@ -145,7 +145,7 @@ def test_rows_without_valid_actions_fail_at_start_up(monkeypatch, tmp_path):
     import proactive_rl.grpo.suggestion.main as suggestion
 
     to_dataset = mcqa.rows_to_dataset
-    monkeypatch.setattr(mcqa, "rows_to_dataset", lambda rows: to_dataset(rows).remove_columns("valid_actions"))
+    monkeypatch.setattr(suggestion, "rows_to_dataset", lambda rows: to_dataset(rows).remove_columns("valid_actions"))
     with pytest.raises(ValueError, match=r"needs the dataset column\(s\) \['valid_actions'\]"):
         suggestion.build_trainer(*_tiny_args(max_steps=1, out=tmp_path))
 

@@ -43,6 +43,7 @@ def chat_url(base_url: str) -> str:
 
 
 def _httpx():
+    # deferred: optional extra (judge)
     try:
         import httpx
     except ImportError as err:  # pragma: no cover - depends on the install

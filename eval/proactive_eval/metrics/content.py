@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from proactive_eval.judges import pauc_prompt
+from proactive_eval.judges.rules import rouge_l
+from proactive_rewards import exact_match, token_f1
 from proactive_rewards.task_table import get_task, list_tasks
 
 
@@ -50,8 +53,6 @@ class JudgeScorer:
 
     def prefetch(self, requests: Iterable[tuple[str, str, str]], progress: bool = False) -> None:
         """Judge every ``(question, target_text, response_text)`` not yet judged, in one batch."""
-        from proactive_eval.judges import pauc_prompt
-
         todo = [r for r in dict.fromkeys(requests) if r not in self._levels]
         if todo:
             levels = self.judge.score_many([pauc_prompt(q, g, r) for q, g, r in todo], progress=progress)
@@ -76,19 +77,13 @@ class JudgeScorer:
 def rule_scorer(kind: str = "token_f1") -> NamedScorer:
     """``rule:token_f1`` (the intervention reward's scorer) or ``rule:rouge_l``."""
     if kind == "token_f1":
-        from proactive_rewards import token_f1
-
         return NamedScorer("rule:token_f1", token_f1)
     if kind == "rouge_l":
-        from proactive_eval.judges.rules import rouge_l
-
         return NamedScorer("rule:rouge_l", lambda response, target: rouge_l(target, response))
     raise ValueError(f"unknown rule scorer {kind!r}; expected token_f1 or rouge_l")
 
 
 def exact_scorer() -> NamedScorer:
-    from proactive_rewards import exact_match
-
     return NamedScorer("exact_match", exact_match)
 
 

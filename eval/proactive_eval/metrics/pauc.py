@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proactive_eval.judges import pauc_prompt
 from proactive_eval.judges.prompts import parse_level
 from proactive_rewards import Response, as_response
 
@@ -285,12 +286,12 @@ def score_pauc(
 
 
 def _judge_all(judge, requests: list[tuple[str, str, str]], progress: bool) -> list:
+    # deferred: tqdm.auto costs ~0.5 s to import; keeps `proactive-eval --help` fast
+    from tqdm.auto import tqdm
+
     if not requests:
         return []
     if hasattr(judge, "score_many"):
-        from proactive_eval.judges import pauc_prompt
-
         return list(judge.score_many([pauc_prompt(q, g, p) for q, g, p in requests], progress=progress))
-    from tqdm.auto import tqdm
 
     return [judge(q, g, p) for q, g, p in tqdm(requests, desc="PAUC judge", disable=not progress)]

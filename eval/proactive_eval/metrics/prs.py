@@ -17,8 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import proactive_rewards
 from proactive_eval.metrics.content import content_scorers, scorer_name
 from proactive_eval.metrics.pauc import episode_group
+from proactive_rewards.temporal import prs_score
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +122,7 @@ def score_prs(
             batch before scoring.
         progress (`bool`, *optional*): show a progress bar.
     """
+    # deferred: tqdm.auto costs ~0.5 s to import; keeps `proactive-eval --help` fast
     from tqdm.auto import tqdm
 
     prs_score = _prs_score()
@@ -183,10 +186,7 @@ def _prefetch_judged(episodes, predictions, scorer_of, alpha: float, progress: b
 
 
 def _prs_score():
-    import proactive_rewards
-
     if hasattr(proactive_rewards, "prs_score"):
         return proactive_rewards.prs_score
-    from proactive_rewards.temporal import prs_score  # the same function, before the package re-exports it
 
     return prs_score

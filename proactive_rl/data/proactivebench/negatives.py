@@ -44,6 +44,7 @@ def lexical_similarity(names: Sequence[str], supercategories: Sequence[str] | No
 
 def clip_similarity(names: Sequence[str], clip_model: str) -> np.ndarray:
     """``N×N`` cosine similarity of CLIP text features of ``"a photo of a <name>."``."""
+    # deferred: keeps torch/transformers out of light import paths
     import torch
     from transformers import AutoTokenizer, CLIPModel
 

@@ -34,8 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
+from proactive_eval.coco_environment import COCOEnvironment
+from proactive_eval.environments import ProactiveBenchEnvironment
+from proactive_eval.records import read_records
+from proactive_rl.data.mcqa import environment_rows
 from proactive_rl.data.proactivebench.coco_records import CropSettings, coco_records
+from proactive_rl.data.proactivebench.negatives import NegativeMiner
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +53,6 @@ def _drawing_key(record: dict) -> str:
 def quickdraw_records(path: str | Path, exclude: list[str | Path] = ()) -> tuple[list[dict], int]:
     """QuickDraw records of `path` (authors' format) whose drawing is in none of the `exclude` files; and how
     many were dropped for it."""
-    from proactive_eval.records import read_records
-
     banned = {_drawing_key(r) for p in exclude for r in read_records(p)}
     records = read_records(path)
     kept = [r for r in records if _drawing_key(r) not in banned]
@@ -65,8 +69,6 @@ def pick_states(states: list[dict], ambiguous: bool, rng) -> dict | None:
 
 def sample_rows(envs: list, n: int | None, ambiguous_fraction: float, rng) -> list[dict]:
     """`n` rows (one per environment, environments in a seeded order), ``round(ambiguous_fraction · n)`` ambiguous."""
-    from proactive_rl.data.mcqa import environment_rows
-
     order = [envs[i] for i in rng.permutation(len(envs))]
     if n is not None and n > len(order):
         raise ValueError(f"asked for {n} rows but there are only {len(order)} environments: too few environments")
@@ -103,12 +105,6 @@ def build_train_set(
     settings: CropSettings | None = None,
 ) -> dict[str, Any]:
     """Write the training set (see the module docstring) and return its manifest."""
-    from PIL import Image
-
-    from proactive_eval.coco_environment import COCOEnvironment
-    from proactive_eval.environments import ProactiveBenchEnvironment
-    from proactive_rl.data.proactivebench.negatives import NegativeMiner
-
     if not 0.0 <= ambiguous_fraction <= 1.0:
         raise ValueError(f"ambiguous_fraction: must be in [0, 1], got {ambiguous_fraction}")
     if coco_annotations is None and qd is None:

@@ -13,6 +13,7 @@ from typing import Any
 from trl import GRPOConfig
 
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
+from proactive_rl.data import load_mixture
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
 from proactive_rl.grpo.streaming.windows import RolloutWindow, build_windows
 from proactive_rl.training import eval_callback_config
@@ -34,6 +35,9 @@ class StreamingGRPOConfig(GRPOConfig):
             of values stops the run naming it (``"raise"``) or skips its group with a logged error rate (``"skip"``).
         system_prompt (`str`, *optional*): the system turn; defaults to `proactive_rl.chat.DEFAULT_SYSTEM_PROMPT`.
         frame_cache_size (`int`, *optional*, defaults to `64`): episodes whose decoded frames are kept in memory.
+        rollout_batch_size (`int`, *optional*, defaults to `8`): rollout groups (windows, G rows each) of a rank's
+            generation batch played in lockstep, one batched vision call and one batched language-model call per
+            step (`proactive_rl.streaming.batch`; the same rollouts as one group after another, ``1``).
     """
 
     max_turn_tokens: int = field(default=16, metadata={"help": "Per-turn cap on decoded tokens."})
@@ -46,6 +50,7 @@ class StreamingGRPOConfig(GRPOConfig):
     reward_on_error: str = field(default="raise", metadata={"help": f"One of {ON_ERROR}."})
     system_prompt: str = field(default=DEFAULT_SYSTEM_PROMPT, metadata={"help": "The system turn."})
     frame_cache_size: int = field(default=64, metadata={"help": "Episodes whose frames stay in memory."})
+    rollout_batch_size: int = field(default=8, metadata={"help": "Rollout groups played in lockstep."})
 
     def __post_init__(self):
         # the reward columns (task, targets) must reach the rewards
@@ -53,6 +58,8 @@ class StreamingGRPOConfig(GRPOConfig):
         super().__post_init__()
         if self.max_turn_tokens < 1:
             raise ValueError(f"max_turn_tokens: must be >= 1, got {self.max_turn_tokens}")
+        if self.rollout_batch_size < 1:
+            raise ValueError(f"rollout_batch_size: must be >= 1, got {self.rollout_batch_size}")
         if self.reward_on_error not in ON_ERROR:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
         if self.use_vllm:
@@ -113,8 +120,6 @@ class StreamingGRPOScriptArguments:
         self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded
 
     def windows(self, sources) -> list[RolloutWindow]:
-        from proactive_rl.data import load_mixture
-
         episodes, _ = load_mixture(sources, on_error=self.on_bad_record)
         return build_windows(
             episodes,

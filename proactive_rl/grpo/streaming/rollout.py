@@ -198,6 +198,7 @@ def rollout_window(
     timestamp_format: str = TIMESTAMP_FORMAT,
     speculate: bool = True,
     lookahead: int = 16,
+    batcher=None,
 ) -> list[Trajectory]:
     """Roll the policy through one window, `num_generations` times from the same prefix (docs/spec.md §8).
 
@@ -214,6 +215,8 @@ def rollout_window(
         speculate (`bool`, *optional*, defaults to `True`): speculative silence over blocks of frames (see the
             module docstring); off, every frame turn is appended and decoded on its own.
         lookahead (`int`, *optional*, defaults to `16`): the most frames per speculative block.
+        batcher (`Batcher`, *optional*): roll out on a session of this `proactive_rl.streaming.batch.Batcher` (called
+            from one of its `map` workers: this group's model calls join the other groups' rounds; same rollouts).
 
     Returns:
         `list[Trajectory]`: G trajectories, in row order.
@@ -230,7 +233,7 @@ def rollout_window(
     prompt_text += texts.user(first.time, 1, first.instruction, first.user_text) + texts.header
     prompt_images.append(first.frame)
 
-    session = StreamingSession(model, processor)
+    session = StreamingSession(model, processor) if batcher is None else batcher.session()
     turn_texts = [prompt_text] + [
         texts.after_stop + texts.user(step.time, 1, step.instruction, step.user_text) + texts.header
         for step in plan.steps[1:]

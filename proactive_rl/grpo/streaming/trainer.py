@@ -25,14 +25,18 @@ from collections import OrderedDict
 
 import torch
 from trl import GRPOTrainer
+from trl.models.utils import unwrap_model_for_generation
 
+from proactive_rewards import get_reward, get_task
 from proactive_rl.data.frames import frames_of
 from proactive_rl.grpo.resume_state import ResumableGRPOMixin
+from proactive_rl.grpo.reward_guard import guard_rewards
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
 from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
 from proactive_rl.grpo.streaming.windows import RolloutWindow, composition
 from proactive_rl.streaming import SamplingParams
+from proactive_rl.streaming.batch import Batcher
 
 logger = logging.getLogger(__name__)
 # rollout_func is marked experimental in TRL 1.16; it is the documented hook this trainer is built on.
@@ -46,9 +50,6 @@ PRIVATE_TOUCHES = {
 
 def task_rewards(windows: list[RolloutWindow], args: StreamingGRPOConfig) -> list:
     """The `proactive_rewards` reward of every task present (each scores its own task's rows, `None` elsewhere)."""
-    from proactive_rewards import get_reward, get_task
-    from proactive_rl.grpo.reward_guard import guard_rewards
-
     specs = {get_task(w.task).reward: get_task(w.task) for w in windows}  # reward name -> a task it scores
     funcs = [
         get_reward(name, **specs[name].reward_params(args.reward_alpha, args.reward_lambda)) for name in sorted(specs)
@@ -58,6 +59,7 @@ def task_rewards(windows: list[RolloutWindow], args: StreamingGRPOConfig) -> lis
 
 def windows_dataset(windows: list[RolloutWindow]):
     """The HF dataset of window rows (``prompt`` = window id, ``task``, ``targets``)."""
+    # deferred: keeps torch/transformers out of light import paths
     from datasets import Dataset
 
     ids = [w.id for w in windows]
@@ -145,12 +147,13 @@ def _groups(prompts: list[str]) -> list[tuple[str, int]]:
 
 def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dict:
     """TRL ``rollout_func``: roll every window of this rank's generation batch through the streaming engine."""
-    from trl.models.utils import unwrap_model_for_generation
-
     unknown = [p for p in prompts if p not in trainer.windows]
     if unknown:
         raise KeyError(f"rollout window {unknown[0]!r} is not among the trainer's windows")
-    trajectories = []
+    groups = [(trainer.windows[window_id], n) for window_id, n in _groups(prompts)]
+    # drawn in group order before any rollout, as one group after another draws them (TRL seeds ranks differently)
+    seeds = [int(torch.randint(0, 2**31 - 1, (1,)).item()) for _ in groups]
+    frames = [trainer.episode_frames(window) for window, _ in groups]
     with (
         unwrap_model_for_generation(
             trainer.model_wrapped,
@@ -160,18 +163,27 @@ def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dic
         ) as unwrapped,
         torch.no_grad(),
     ):
-        for window_id, n in _groups(prompts):
-            window = trainer.windows[window_id]
-            seed = int(torch.randint(0, 2**31 - 1, (1,)).item())  # TRL seeds each rank differently
-            trajectories += rollout_window(
+        batch_size = trainer.args.rollout_batch_size
+        batcher = Batcher(unwrapped, trainer.processing_class) if batch_size > 1 and len(groups) > 1 else None
+
+        def roll(k: int) -> list:
+            window, n = groups[k]
+            return rollout_window(
                 unwrapped,
                 trainer.processing_class,
                 window,
                 n,
-                trainer.sampling_params(seed),
-                frames=trainer.episode_frames(window),
+                trainer.sampling_params(seeds[k]),
+                frames=frames[k],
                 system_prompt=trainer.args.system_prompt,
+                batcher=batcher,
             )
+
+        if batcher is None:
+            per_group = [roll(k) for k in range(len(groups))]
+        else:
+            per_group = batcher.map(range(len(groups)), roll, batch_size)
+    trajectories = [t for group in per_group for t in group]
     images = [image for t in trajectories for image in t.images]
     vision = trainer.processing_class.image_processor(images=images, return_tensors="pt")
     device = trainer.accelerator.device

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 
 from trl import GRPOConfig
@@ -11,7 +12,7 @@ logger = logging.getLogger(__name__)
 
 def vllm_status() -> tuple[bool, str]:
     """``(available, reason)``: vLLM is importable and a CUDA GPU is visible."""
-    import importlib.util
+    # deferred: keeps torch/transformers out of light import paths
 
     import torch
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from proactive_rl.data import parse_mixture
 from proactive_rl.data.mcqa import parse_environments
+from proactive_rl.grpo.reward_guard import ON_ERROR
+from proactive_rl.grpo.suggestion.warm_start import STATES
 from proactive_rl.training import eval_callback_config
 
 BACKENDS = ("auto", "vllm", "transformers")
@@ -82,8 +85,6 @@ class SuggestionScriptArguments:
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
     def __post_init__(self):
-        from proactive_rl.grpo.reward_guard import ON_ERROR
-
         if self.trainer != "grpo_suggestion":
             raise ValueError(f"trainer: this entry point runs 'grpo_suggestion', got {self.trainer!r}")
         if self.environments is None:
@@ -93,7 +94,6 @@ class SuggestionScriptArguments:
             self.eval_environments = parse_environments(self.eval_environments, "eval_environments")
         if self.generation_backend not in BACKENDS:
             raise ValueError(f"generation_backend: expected one of {BACKENDS}, got {self.generation_backend!r}")
-        from proactive_rl.grpo.suggestion.warm_start import STATES
 
         if self.warm_start_states not in STATES:
             raise ValueError(f"warm_start_states: expected one of {', '.join(STATES)}, got {self.warm_start_states!r}")
@@ -101,8 +101,6 @@ class SuggestionScriptArguments:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
         self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded
         if self.replay_mixture is not None:
-            from proactive_rl.data import parse_mixture
-
             self.replay_mixture = parse_mixture(self.replay_mixture, "replay_mixture")
             if not self.replay_coef >= 0:
                 raise ValueError(f"replay_coef: expected a number >= 0, got {self.replay_coef!r}")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, evaluate_model
 from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 
 
 def held_out_evaluator(script_args: SuggestionScriptArguments, max_new_tokens: int):
     """The MCQA evaluator (`proactive_rl.evaluation`) of the held-out environments: greedy ``acc`` / ``ps``
     (docs/spec.md §6) with the trainer's prompt (``hint``) and decoding (``answer_letters_only``)."""
-    from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator
-
     config = EvaluatorConfig(
         type="mcqa",
         name="mcqa",
@@ -26,9 +27,6 @@ def evaluate_held_out(trainer, script_args: SuggestionScriptArguments, max_new_t
     safe); its results and per-environment outcomes go to ``<output_dir>/mcqa_eval/<when>/``."""
     if not script_args.eval_environments:
         return None
-    from pathlib import Path
-
-    from proactive_rl.evaluation import evaluate_model
 
     evaluator = held_out_evaluator(script_args, max_new_tokens)
     out = Path(trainer.args.output_dir) / "mcqa_eval" / when

@@ -29,11 +29,15 @@ import logging
 
 from trl import GRPOConfig, ModelConfig, TrlParser
 
-from proactive_rl.data.mcqa import EnvironmentSpec
+from proactive_rewards import get_reward
+from proactive_rl.data.mcqa import EnvironmentSpec, environment_rows, load_rows, rows_to_dataset, suppressed_tokens
+from proactive_rl.grpo.reward_guard import guard_rewards
 from proactive_rl.grpo.suggestion.backend import resolve_generation_backend
 from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 from proactive_rl.grpo.suggestion.evaluation import evaluate_held_out
+from proactive_rl.grpo.suggestion.replay import StreamingReplay
 from proactive_rl.grpo.suggestion.trainer import ReplayGRPOTrainer, SuggestionGRPOTrainer
+from proactive_rl.grpo.suggestion.warm_start import warm_start
 from proactive_rl.training import (
     attach_eval_callback,
     check_model_args,
@@ -53,8 +57,6 @@ def load_policy(model_args: ModelConfig, seed: int = 0):
 
 
 def build_rows(sources: list[EnvironmentSpec], hint: bool) -> list[dict]:
-    from proactive_rl.data.mcqa import environment_rows, load_rows
-
     rows = []
     for src in sources:
         if src.format == "rows":
@@ -68,31 +70,21 @@ def build_rows(sources: list[EnvironmentSpec], hint: bool) -> list[dict]:
 
 
 def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) -> list:
-    from proactive_rewards import get_reward
-    from proactive_rl.grpo.reward_guard import guard_rewards
-
     reward = get_reward("proactive_suggestion", r_p=script_args.r_p)
     return guard_rewards([reward], script_args.reward_on_error, num_generations, script_args.max_reward_error_rate)
 
 
 def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
     """Model, rows (validated before the first step), guarded reward and `SuggestionGRPOTrainer`, ready to `train()`."""
-
-    from proactive_rl.data.mcqa import rows_to_dataset, suppressed_tokens
-
     check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
     resolve_generation_backend(script_args.generation_backend, training_args)
     model, processor = load_policy(model_args, seed=training_args.seed)
     replay = None
     if script_args.replay_mixture:
-        from proactive_rl.grpo.suggestion.replay import StreamingReplay
-
         replay = StreamingReplay(
             model, processor, script_args.replay_mixture, script_args.replay_batch_size, seed=training_args.seed
         )
     if script_args.warm_start_steps > 0:
-        from proactive_rl.grpo.suggestion.warm_start import warm_start
-
         envs = [env for src in script_args.environments if src.source == "synthetic" for env in src.build()]
         if not envs:
             raise ValueError("warm_start_steps: the warm start needs synthetic training environments")

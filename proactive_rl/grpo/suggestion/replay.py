@@ -23,6 +23,10 @@ import logging
 import random
 from typing import Any
 
+from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
+from proactive_rl.data import EpisodeCollator, load_mixture, prepare_examples
+from proactive_rl.data.lazy import EpisodeEncoder
+
 logger = logging.getLogger(__name__)
 
 
@@ -39,11 +43,8 @@ class StreamingReplay:
     """
 
     def __init__(self, model, processor, sources: list, batch_size: int = 2, seed: int = 0, max_length: int = 1024):
+        # deferred: keeps torch/transformers out of light import paths
         import torch
-
-        from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
-        from proactive_rl.data import EpisodeCollator, load_mixture, prepare_examples
-        from proactive_rl.data.lazy import EpisodeEncoder
 
         if batch_size < 1:
             raise ValueError(f"replay_batch_size: expected >= 1, got {batch_size}")
@@ -66,6 +67,7 @@ class StreamingReplay:
     def loss(self, model):
         """KL(reference ‖ model) over the assistant positions of one replay batch, state and word positions weighing
         the same (module docstring)."""
+        # deferred: keeps torch/transformers out of light import paths
         import torch
         import torch.nn.functional as F
 

@@ -30,6 +30,11 @@ import logging
 import random
 from typing import Any
 
+from PIL import Image
+
+from proactive_eval.environments import MCQAObservation
+from proactive_rl.data.mcqa import environment_rows, letter_token_ids, mcqa_messages
+
 logger = logging.getLogger(__name__)
 
 
@@ -52,11 +57,6 @@ def warm_start_rows(
             target being the correct category even where the image is ambiguous, so the model learns the best
             guess of each state (its posterior) and still nothing about when to ask.
     """
-    from PIL import Image
-
-    from proactive_eval.environments import MCQAObservation
-    from proactive_rl.data.mcqa import environment_rows, mcqa_messages
-
     if not 0.0 <= suggest_rate < 1.0:
         raise ValueError(f"suggest_rate: expected a fraction in [0, 1), got {suggest_rate!r}")
     if states not in STATES:
@@ -85,6 +85,7 @@ def warm_start_rows(
 
 
 def _collate(rows: list[dict], pad_id: int):
+    # deferred: keeps torch/transformers out of light import paths
     import torch
 
     length = max(r["inputs"]["input_ids"].shape[1] for r in rows)
@@ -134,9 +135,8 @@ def warm_start(
         replay (*optional*): a `StreamingReplay` whose term, times `replay_coef`, is added at every step.
         replay_coef (`float`, *optional*, defaults to `1.0`): its weight.
     """
+    # deferred: keeps torch/transformers out of light import paths
     import torch
-
-    from proactive_rl.data.mcqa import letter_token_ids
 
     if steps < 1:
         raise ValueError(f"steps: expected >= 1, got {steps}")

@@ -30,6 +30,10 @@ class Knobs:
         speed (`float`, *optional*, defaults to `1.0`): motion speed multiplier (1.0 = 1/16 of the frame per step).
         event_duration (`int`, *optional*, defaults to `3`): steps an event (appearance, flash, reply span) lasts.
         noise (`float`, *optional*, defaults to `0.0`): Gaussian pixel noise standard deviation (0-255 units).
+        scale (`float`, *optional*, defaults to `1.0`): object size multiplier (radii and placement margins; 2.0
+            draws objects twice as large, which a model with a handful of vision tokens per frame can tell apart).
+        max_events (`int`, *optional*, defaults to `0`): most counted events (atomic) or fill cycles
+            (compositional) per episode; 0 = as many as fit. The count is uniform in ``1..max_events``.
     """
 
     size: int = 64
@@ -39,6 +43,8 @@ class Knobs:
     speed: float = 1.0
     event_duration: int = 3
     noise: float = 0.0
+    scale: float = 1.0
+    max_events: int = 0
 
     def __post_init__(self):
         lo, hi = self.duration
@@ -53,6 +59,8 @@ class Knobs:
                 "knobs need distractors >= 0, event_duration >= 1, speed > 0, noise >= 0; got "
                 f"{self.distractors}, {self.event_duration}, {self.speed}, {self.noise}"
             )
+        if not (0.5 <= self.scale <= 4.0) or self.max_events < 0:
+            raise ValueError(f"knobs need 0.5 <= scale <= 4 and max_events >= 0; got {self.scale}, {self.max_events}")
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> Knobs:
@@ -90,14 +98,20 @@ class Stage:
         self.rng, self.knobs, self.steps = rng, knobs, steps
         self.size = knobs.size
         self.unit = knobs.size / 64.0  # sizes are designed at 64 px and scale with the frame
+        self.obj = self.unit * knobs.scale  # object sizes: the frame's unit times the scale knob
         self.step_px = knobs.speed * knobs.size / 16.0  # pixels moved per decision step
 
     def radius(self) -> float:
-        return float(self.rng.uniform(4.0, 6.0) * self.unit)
+        return float(self.rng.uniform(4.0, 6.0) * self.obj)
 
     def point(self, margin: float = 8.0) -> tuple[float, float]:
-        m = margin * self.unit
+        m = min(margin * max(self.unit, self.obj), self.size / 2 - 1)
         return float(self.rng.uniform(m, self.size - m)), float(self.rng.uniform(m, self.size - m))
+
+    def event_count(self, fit: int) -> int:
+        """How many counted events an episode has: uniform in ``1..fit``, capped by the `max_events` knob."""
+        cap = self.knobs.max_events or fit
+        return int(self.rng.integers(1, max(1, min(fit, cap)) + 1))
 
     def pick(self, options, exclude=()):
         choices = [o for o in options if o not in set(exclude)]

@@ -28,7 +28,7 @@ def make_atomic(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenario:
     life = knobs.event_duration
     gap = life + 1  # the counted object is gone for at least one frame between two occurrences
     budget = max(1, (steps - 2) // (gap + 3))
-    count = int(rng.integers(1, budget + 1))
+    count = st.event_count(budget)
     times = st.spaced_times(count, 1, steps - 1, gap)
     sprites = st.wanderers(knobs.distractors, [c for c in PALETTE if c != colour])
     # Decoys share one attribute with the counted object, so counting needs both shape and colour.

@@ -22,7 +22,7 @@ def make_compositional(rng: np.random.Generator, knobs: Knobs, steps: int) -> Sc
     # Fill time shrinks with speed; each fill step adds >= 1/13 of the bar, i.e. >= 3 px at 64 px.
     fill_len = int(np.clip(round(rng.integers(4, 10) / knobs.speed), 2, min(12, steps - 3)))
     cycle = fill_len + 3  # start .. end, then a pause before the reset and the next start
-    cycles = int(rng.integers(1, max(1, (steps - 2) // (cycle + 2)) + 1))
+    cycles = st.event_count((steps - 2) // (cycle + 2))
     starts = st.spaced_times(cycles, 1, steps - 1 - fill_len, cycle)
     fill, targets = [[0, 0.0]], []
     for i, s in enumerate(starts):

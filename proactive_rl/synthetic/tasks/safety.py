@@ -1,7 +1,9 @@
 """Safety tasks (P³I `accident`, `crime`): one dangerous event; the target is the signal ``Warning``.
 
 - `accident`: two vehicles on a collision course; the warning is due 2-3 steps before contact (earlier in slow
-  traffic, so they are still clearly apart), while they converge (the contact frame itself is too late).
+  traffic, so they are still clearly apart), while they converge (the contact frame itself is too late). The
+  contact time is uniform over the episode. With the `max_events` knob an episode holds 1..max_events
+  collisions spread over the whole of it, each a ``Warning`` target.
 - `crime`: a thief walks to a parked package and carries it away; the warning is due on the first frame
   where the package moves with the thief (touching alone is not yet a theft: bystanders brush past too).
 """
@@ -18,9 +20,50 @@ WARNING = "Warning"
 
 def make_accident(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenario:
     st = Stage(rng, knobs, steps)
+    pairs, used = [], []
+    if knobs.max_events:
+        # 1..max_events collisions, crashes spread over the whole episode (the first vehicles may already be on the
+        # road at the first frame, but every warning is due while they are still apart), each pair cleared from the
+        # road `event_duration` steps after its crash.
+        for _ in range(st.event_count(steps // _STEPS_PER_COLLISION)):
+            pairs.append(_collision(st, used))
+            used += list(pairs[-1]["colours"])
+        first = max(p["lead"] for p in pairs) + 1
+        crashes = st.spaced_times(len(pairs), min(first, steps - 1), steps - 1, _STEPS_PER_COLLISION)
+        pairs = pairs[: len(crashes)]
+        for pair, contact in zip(pairs, crashes):
+            pair.update(contact=contact, start=max(0, contact - pair["travel"]))
+    else:  # one collision (P³I's accident videos), at least lead + 4 steps into the episode
+        pairs.append(_collision(st, used, lambda lead: int(rng.integers(lead + 4, steps))))
+        used += list(pairs[-1]["colours"])
+    sprites = st.wanderers(knobs.distractors, [c for c in list(PALETTE) if c not in used])
+    for pair in pairs:
+        end = pair["contact"] + knobs.event_duration + 1 if knobs.max_events else steps + 1
+        sprites += _vehicles(st, pair, end)
+    instruction = (
+        "You are watching a road from above. Say 'Warning' as soon as two vehicles are about to collide, "
+        "early enough to avoid the crash."
+    )
+    vehicles = [[f"{c} {s}" for c, s in zip(p["colours"], p["shapes"])] for p in pairs]
+    if not knobs.max_events:
+        extra = {"contact": pairs[0]["contact"], "vehicles": vehicles[0]}
+    else:
+        extra = {"contacts": [p["contact"] for p in pairs], "vehicles": vehicles}
+    targets = [target(p["contact"] - p["lead"], WARNING, knobs.fps) for p in pairs]
+    return Scenario(steps, sprites, targets, instruction, extra)
+
+
+# Steps between two crashes (approach, warning lead, crash and clearing), so an episode holds steps // this many.
+_STEPS_PER_COLLISION = 12
+
+
+def _collision(st: Stage, used: list, pick=None) -> dict:
+    """Two vehicles (colours not in `used`) on a collision course, crashing at step ``pick(lead)`` (or at the
+    ``contact`` the caller sets, with ``start = max(0, contact - travel)``)."""
+    rng = st.rng
     ra, rb = st.radius(), st.radius()
-    ca = st.colour()
-    cb = st.colour(exclude=[ca])
+    ca = st.colour(exclude=used)
+    cb = st.colour(exclude=[*used, ca])
     sa, sb = st.shape(), st.shape()
     angle = float(rng.uniform(0, 2 * np.pi))
     # B comes in at 90-180 degrees to A, as at a crossing or head-on.
@@ -32,24 +75,35 @@ def make_accident(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenari
     closing = float(np.hypot(np.cos(angle) - np.cos(angle_b), np.sin(angle) - np.sin(angle_b)))
     apart = (1.5 * (ra + rb) + 2 * st.unit) / closing
     lead = max(int(rng.integers(2, 4)), int(np.ceil((apart - stop) / st.step_px)))
-    lead = min(lead, steps - 5)
-    contact = int(rng.integers(max(lead + 4, steps // 3), steps))  # at most the last frame
+    lead = min(lead, st.steps - 5)
+    contact = pick(lead) if pick is not None else None  # at most the last frame
     cx, cy = st.point(margin=18)
     travel = max(int(rng.integers(6, 13)), lead + 2)  # both are on screen before the warning
-    start = max(0, contact - travel)
-    sprites = st.wanderers(knobs.distractors, [c for c in list(PALETTE) if c not in (ca, cb)])
-    for shape, colour, r, a in ((sa, ca, ra, angle), (sb, cb, rb, angle_b)):
+    return {
+        "radii": (ra, rb),
+        "colours": (ca, cb),
+        "shapes": (sa, sb),
+        "angles": (angle, angle_b),
+        "stop": stop,
+        "lead": lead,
+        "contact": contact,
+        "centre": (cx, cy),
+        "travel": travel,
+        "start": None if contact is None else max(0, contact - travel),
+    }
+
+
+def _vehicles(st: Stage, pair: dict, end: int) -> list[dict]:
+    out = []
+    cx, cy = pair["centre"]
+    contact, start, stop = pair["contact"], pair["start"], pair["stop"]
+    for shape, colour, r, a in zip(pair["shapes"], pair["colours"], pair["radii"], pair["angles"]):
         ux, uy = np.cos(a), np.sin(a)
         hit = (cx - ux * stop, cy - uy * stop)
         back = stop + st.step_px * (contact - start)
         origin = (cx - ux * back, cy - uy * back)
-        sprites.append(sprite(shape, colour, r, [[start, *origin], [contact, *hit]], span=[start, steps + 1]))
-    instruction = (
-        "You are watching a road from above. Say 'Warning' as soon as two vehicles are about to collide, "
-        "early enough to avoid the crash."
-    )
-    extra = {"contact": contact, "vehicles": [f"{ca} {sa}", f"{cb} {sb}"]}
-    return Scenario(steps, sprites, [target(contact - lead, WARNING, knobs.fps)], instruction, extra)
+        out.append(sprite(shape, colour, r, [[start, *origin], [contact, *hit]], span=[start, end]))
+    return out
 
 
 def make_crime(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenario:
