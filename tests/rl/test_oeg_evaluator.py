@@ -97,6 +97,7 @@ def tiny():
 
 def test_scores_equal_the_hand_computation(tiny, tmp_path, monkeypatch):
     import proactive_rl.evaluation.policy as policy
+    import proactive_rl.evaluation.proactivebench as proactivebench
 
     seen = []  # the images the model was shown
     real = policy.image_answer_fn
@@ -105,7 +106,7 @@ def test_scores_equal_the_hand_computation(tiny, tmp_path, monkeypatch):
         answer = real(*args, **kwargs)
         return lambda image, text: seen.append(np.asarray(image)) or answer(image, text)
 
-    monkeypatch.setattr(policy, "image_answer_fn", spy)
+    monkeypatch.setattr(proactivebench, "image_answer_fn", spy)  # its use site (imported by name there)
     specs = _records(tmp_path / "data")
     with FakeOpenAI(answer=_judge_answer) as server:
         judge = {"type": "openai", "base_url": server.base_url, "model": "qwen3-8b", "max_retries": 0}
@@ -236,6 +237,7 @@ def test_mcqa_on_jsonl_sees_the_images_too(tiny, tmp_path):
 
 def test_swap_shows_another_records_first_image_with_the_same_question(tiny, tmp_path, monkeypatch):
     import proactive_rl.evaluation.policy as policy
+    import proactive_rl.evaluation.proactivebench as proactivebench
 
     seen = []
     real = policy.image_answer_fn
@@ -244,7 +246,7 @@ def test_swap_shows_another_records_first_image_with_the_same_question(tiny, tmp
         answer = real(*args, **kwargs)
         return lambda image, text: seen.append((int(np.asarray(image).mean()), text)) or answer(image, text)
 
-    monkeypatch.setattr(policy, "image_answer_fn", spy)
+    monkeypatch.setattr(proactivebench, "image_answer_fn", spy)  # its use site (imported by name there)
     specs = _records(tmp_path / "data")
     with FakeOpenAI(answer=_judge_answer) as server:
         judge = {"type": "openai", "base_url": server.base_url, "model": "qwen3-8b", "max_retries": 0}
