@@ -19,22 +19,12 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
-# The release's added tokens, in id order from 151643; the last eight are not special.
+from proactive_rl.models.tokenizer import QWEN_SPECIAL_TOKENS
+
+# The release's added tokens, in id order from 151643: the control tokens the project already lists, then eight that are
+# not special.
 CONTROL_TOKENS = (
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|object_ref_start|>",
-    "<|object_ref_end|>",
-    "<|box_start|>",
-    "<|box_end|>",
-    "<|quad_start|>",
-    "<|quad_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|vision_pad|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
+    *QWEN_SPECIAL_TOKENS,
     "<tool_call>",
     "</tool_call>",
     "<|fim_prefix|>",
@@ -44,7 +34,7 @@ CONTROL_TOKENS = (
     "<|repo_name|>",
     "<|file_sep|>",
 )
-NOT_SPECIAL = CONTROL_TOKENS[14:]
+NOT_SPECIAL = CONTROL_TOKENS[len(QWEN_SPECIAL_TOKENS) :]
 FIRST_CONTROL_ID = 151643
 VOCAB_ROWS = 151936  # the release's embedding rows (the vocabulary padded)
 # Qwen2's pre-tokenizer (tokenizer.json, and `transformers.models.qwen2.tokenization_qwen2.PRETOKENIZE_REGEX`).
