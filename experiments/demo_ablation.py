@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="output folder (one per variant)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="a DemoSettings field")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--stages", default="sft,grpo_streaming,grpo_suggestion")
+    parser.add_argument("--stages", default="grounding,sft,grpo_streaming,grpo_suggestion")
     args = parser.parse_args(argv)
     import transformers
 

@@ -30,17 +30,18 @@ def fake_pipeline(tmp_path, monkeypatch):
     )
     monkeypatch.setattr(pipeline, "_timeline_episodes", lambda d, s: [episode])
 
-    def train(stage, overrides, out):
-        calls.append((stage, overrides["model_name_or_path"]))
+    def train(stage, overrides, out, name=None):
+        calls.append((name or stage, overrides["model_name_or_path"]))
         if stage == "grpo_streaming":
             raise RuntimeError("rollout exploded")
-        return out / "runs" / stage
+        return out / "runs" / (name or stage)
 
     def evaluate(checkpoint, data, settings, out, progress=True, label=""):
         return {**FAKE, "predictions": {"ep0": [(3.0, "Warning")]}}
 
     monkeypatch.setattr(stages, "train_stage", train)
     monkeypatch.setattr("proactive_rl.demo.evaluation.evaluate_stage", evaluate)
+    monkeypatch.setattr("proactive_rl.demo.evaluation.evaluate_grounding", evaluate)
     monkeypatch.setattr(pipeline, "_overrides", lambda key, s, d, m: {"model_name_or_path": str(m)})
     return tmp_path / "out", calls
 
@@ -49,7 +50,10 @@ def test_a_failing_stage_is_reported_and_the_others_run(fake_pipeline, capsys):
     out, calls = fake_pipeline
     summary = demo.run_demo(out, DemoSettings(), progress=False)
     by_key = {s["key"]: s for s in summary["stages"]}
-    assert [s["key"] for s in summary["stages"]] == ["untrained", "sft", "grpo_streaming", "grpo_suggestion"]
+    keys = ["untrained", "grounding", "sft", "grpo_streaming", "grpo_suggestion"]
+    assert [s["key"] for s in summary["stages"]] == keys
+    # SFT starts from the grounding stage's model
+    assert calls[:2] == [("grounding", str(out / "model")), ("sft", str(out / "runs" / "grounding"))]
     assert by_key["untrained"]["status"] == by_key["sft"]["status"] == "ok"
     assert by_key["grpo_streaming"]["status"] == "failed: RuntimeError: rollout exploded"
     assert by_key["grpo_suggestion"]["status"] == "ok"
@@ -67,7 +71,7 @@ def test_a_failing_stage_is_reported_and_the_others_run(fake_pipeline, capsys):
 def test_a_missing_trainer_is_not_run_and_grpo_needs_sft(fake_pipeline, monkeypatch):
     out, _ = fake_pipeline
 
-    def missing(stage, overrides, out):
+    def missing(stage, overrides, out, name=None):
         raise stages.StageSkipped("proactive_rl.sft.main is not available (ImportError: nope)")
 
     monkeypatch.setattr(stages, "train_stage", missing)
@@ -82,7 +86,15 @@ def test_stage_selection(fake_pipeline):
     out, calls = fake_pipeline
     summary = demo.run_demo(out, DemoSettings(), train_stages=("sft",), progress=False)
     assert [c[0] for c in calls] == ["sft"]
-    assert summary["stages"][3]["status"] == "not run: not selected (--stages)"
+    assert summary["stages"][1]["status"] == summary["stages"][3]["status"] == "not run: not selected (--stages)"
+    assert summary["stages"][2]["status"] == "ok"
+
+
+def test_no_grounding_tasks_no_grounding_stage(fake_pipeline):
+    out, calls = fake_pipeline
+    summary = demo.run_demo(out, replace(DemoSettings(), grounding_tasks=()), progress=False)
+    assert summary["stages"][1]["status"] == "not run: no grounding tasks (grounding_tasks is empty)"
+    assert calls[0] == ("sft", str(out / "model"))
 
 
 def test_markdown_table_hand_checked():
@@ -127,6 +139,7 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
         eval_envs=2,
         max_new_tokens=3,
         sft={"max_steps": 2},
+        grounding={"max_steps": 2, "max_length": 2048},
         grpo_streaming={"max_steps": 1, "per_device_train_batch_size": 4},
         grpo_suggestion={
             "max_steps": 1,
@@ -138,7 +151,9 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     summary = demo.run_demo(tmp_path, settings, progress=False)
     status = {s["key"]: s["status"] for s in summary["stages"]}
     assert status == {k: "ok" for k in status}, status
-    for stage in summary["stages"]:
+    grounding = summary["stages"][1]["metrics"]
+    assert {"caption/prs_b", "caption/prs_b_swap", "caption/vision_gain_prs_b"} <= set(grounding)
+    for stage in [s for s in summary["stages"] if s["key"] != "grounding"]:
         assert set(stage["metrics"]) >= {"prs_u", "prs_b", "pauc", "acc", "ps", "accident/prs_b"}
         assert 0.0 <= stage["metrics"]["prs_b"] <= 100.0 and 0.0 <= stage["metrics"]["acc"] <= 100.0
         # the blind row and the swapped frames, from the evaluators themselves

@@ -25,6 +25,7 @@ from proactive_rl.demo.settings import PAUC_TASK, DemoSettings, suggestion_envir
 from proactive_rl.demo.stages import env_file, task_file
 from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, PAUCEvaluator, PRSEvaluator, evaluate_model
 from proactive_rl.models import load_model
+from proactive_rl.synthetic.captions import GROUNDING_TASK
 from proactive_rl.synthetic.export import DATASET_RULES
 
 logger = logging.getLogger(__name__)
@@ -112,6 +113,51 @@ def evaluate_stage(
             record = json.loads(line)
             predictions[record["id"]] = [(r["time"], r["text"]) for r in record["responses"]]
     return {**metrics, "predictions": predictions}
+
+
+def evaluate_grounding(
+    model_dir: Path, data: Path, settings: DemoSettings, out: Path, progress: bool = True, label: str = ""
+) -> dict[str, Any]:
+    """Score the grounding stage's model on held-out captions (`proactive_rl.synthetic.captions`): PRS-B of its
+    per-frame captions (token-F1 content, docs/spec.md §4) on the first `eval_caption_episodes` test episodes of
+    each grounding task, with their own frames and swapped (``caption/prs_b``, ``caption/prs_b_swap``,
+    ``caption/vision_gain_prs_b``; docs/spec.md §14). Its proactive scores would say nothing: it captions every
+    frame."""
+    # deferred: keeps torch/transformers out of light import paths
+    import torch
+
+    torch.manual_seed(settings.seed)
+    config = EvaluatorConfig.from_dict(
+        {
+            "type": "prs",
+            "name": "caption",
+            "episodes": [{"source": str(task_file(data, "test", GROUNDING_TASK))}],
+            "max_new_tokens": 16,
+            "counterfactual": ["swap"] if settings.counterfactual else [],
+        },
+        "demo.caption",
+    )
+    episodes = load_mixture(config.episodes)[0]
+    n = settings.eval_caption_episodes
+    items = [
+        e for t in settings.grounding_tasks for e in [e for e in episodes if e.meta.get("grounded_task") == t][:n]
+    ]
+    model, processor = load_model(str(model_dir))
+    results = evaluate_model(
+        model.eval(), processor, [PRSEvaluator(config, progress=progress, items=items)], out_dir=out, fail_fast=True
+    )
+    metrics = results["evaluators"]["caption"]["metrics"]
+    keys = {
+        "prs_b": "caption/prs_b",
+        "prs_b_swap": "caption/prs_b_swap",
+        "vision_gain_prs_b": "caption/vision_gain_prs_b",
+    }
+    path = out / "caption" / "predictions.jsonl"
+    predictions = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        record = json.loads(line)
+        predictions[record["id"]] = [(r["time"], r["text"]) for r in record["responses"]]
+    return {new: metrics.get(old) for old, new in keys.items()} | {"predictions": predictions}
 
 
 LOOKS_MARKERS = ("blind_", "_swap", "vision_gain_")

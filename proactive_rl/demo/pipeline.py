@@ -26,6 +26,12 @@ from proactive_rl.demo.settings import DemoSettings, quick
 STAGES = [
     # (key, table name, trainer stage or None, what it runs)
     ("untrained", "untrained", None, "tiny model, random init"),
+    (
+        "grounding",
+        "grounding",
+        "sft",
+        "SFT on per-frame captions of the same videos (proactive_rl.synthetic.captions), scored on held-out captions",
+    ),
     ("sft", "SFT", "sft", "focal SFT on the multi-task mixture (recipes/tiny/sft.yaml)"),
     (
         "grpo_streaming",
@@ -59,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stages",
         default=",".join(k for k, *_ in STAGES[1:]),
-        help="training stages to run, comma-separated from sft,grpo_streaming,grpo_suggestion (default: all)",
+        help="training stages to run, comma-separated from grounding,sft,grpo_streaming,grpo_suggestion "
+        "(default: all)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("-v", "--verbose", action="store_true", help="INFO logs of the trainers and evaluators")
@@ -91,7 +98,7 @@ def _timeline_episodes(data: Path, settings: DemoSettings) -> list:
 def run_demo(
     out: str | Path = "demo_out",
     settings: DemoSettings | None = None,
-    train_stages: tuple[str, ...] = ("sft", "grpo_streaming", "grpo_suggestion"),
+    train_stages: tuple[str, ...] = ("grounding", "sft", "grpo_streaming", "grpo_suggestion"),
     progress: bool = True,
     command: str = "proactive-rl demo",
 ) -> dict[str, Any]:
@@ -99,7 +106,7 @@ def run_demo(
     ``<out>/demo_results.json``)."""
     # deferred: keeps --help / light imports fast
     from proactive_rl.demo.checks import checks_markdown, claims, directions
-    from proactive_rl.demo.evaluation import evaluate_stage
+    from proactive_rl.demo.evaluation import evaluate_grounding, evaluate_stage
     from proactive_rl.demo.report import console_table, write_report
     from proactive_rl.demo.stages import StageSkipped, build_model, generate_data, say, train_stage
 
@@ -124,13 +131,17 @@ def run_demo(
                 stage["status"] = "not run: not selected (--stages)"
                 say(f"{name}: {stage['status']}")
                 continue
+            if key == "grounding" and not settings.grounding_tasks:
+                stage["status"] = "not run: no grounding tasks (grounding_tasks is empty)"
+                say(f"{name}: {stage['status']}")
+                continue
             if key == "grpo_streaming" and not sft_ok:
                 stage["status"] = "not run: the SFT stage did not produce a model (streaming GRPO starts from it)"
                 say(f"{name}: {stage['status'].upper()}")
                 continue
             t0 = time.perf_counter()
             try:
-                checkpoint = train_stage(trainer, _overrides(key, settings, data, previous), out)
+                checkpoint = train_stage(trainer, _overrides(key, settings, data, previous), out, name=key)
             except StageSkipped as err:
                 stage["status"] = f"not run: {err}"
             except Exception as err:  # a stage that breaks is reported in the table; the others still run
@@ -145,7 +156,8 @@ def run_demo(
             say(f"{name}: trained in {stage['train_s']:.0f} s -> {checkpoint}")
         t0 = time.perf_counter()
         try:
-            evaluated = evaluate_stage(checkpoint, data, settings, out / "eval" / key, progress=progress, label=name)
+            evaluate = evaluate_grounding if key == "grounding" else evaluate_stage
+            evaluated = evaluate(checkpoint, data, settings, out / "eval" / key, progress=progress, label=name)
         except Exception as err:
             traceback.print_exc()
             stage["status"] = f"failed: evaluation: {type(err).__name__}: {err}"
@@ -156,7 +168,11 @@ def run_demo(
         stage["metrics"], stage["status"], stage["checkpoint"] = evaluated, "ok", str(checkpoint)
         say(
             f"{name}: evaluated in {stage['eval_s']:.0f} s: "
-            + ", ".join(f"{k} {v:.1f}" for k, v in evaluated.items() if v is not None and "/" not in k)
+            + ", ".join(
+                f"{k} {v:.1f}"
+                for k, v in evaluated.items()
+                if v is not None and ("/" not in k or k.startswith("caption/"))
+            )
         )
 
     wall = time.perf_counter() - start

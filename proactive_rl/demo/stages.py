@@ -20,6 +20,7 @@ from proactive_eval.episodes import load_episodes, save_episodes
 from proactive_rl.demo.settings import DemoSettings, suggestion_environments
 from proactive_rl.models import build_tiny
 from proactive_rl.shipped import shipped_path
+from proactive_rl.synthetic.captions import GROUNDING_TASK, grounding_episode
 from proactive_rl.synthetic.environments import make_environments
 from proactive_rl.synthetic.export import SPLITS, export_dataset, export_environments, split_seed, split_sizes
 from proactive_rl.trainers import TRAINERS, trainer_module
@@ -100,6 +101,9 @@ def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> P
         for task in tasks:
             path = task_file(data, split, task)
             save_episodes(path, [e for e in episodes if e.task == task])
+        # the grounding stage's episodes: the same videos, every frame answered with what is on screen
+        grounded = [grounding_episode(e) for e in episodes if e.task in settings.grounding_tasks]
+        save_episodes(task_file(data, split, GROUNDING_TASK), grounded)
     return data
 
 
@@ -127,8 +131,9 @@ def export_env_splits(data: Path, settings: DemoSettings, reuse: bool, progress:
 # --- 3. training stages ----------------------------------------------------------------------------------------
 
 
-def derive_recipe(stage: str, overrides: dict[str, Any], out: Path) -> Path:
-    """The shipped ``tiny/<stage>.yaml`` with `overrides` applied, written to ``<out>/recipes/<stage>.yaml``."""
+def derive_recipe(stage: str, overrides: dict[str, Any], out: Path, run_name: str | None = None) -> Path:
+    """The shipped ``tiny/<stage>.yaml`` with `overrides` applied, written to ``<out>/recipes/<run_name>.yaml``
+    (`run_name` defaults to `stage`)."""
     name = f"tiny/{stage}.yaml"
     source = shipped_path(name)
     recipe = yaml.safe_load(source.read_text())
@@ -136,7 +141,7 @@ def derive_recipe(stage: str, overrides: dict[str, Any], out: Path) -> Path:
     if unknown:
         logger.info("demo overrides not in %s (passed to the trainer as new fields): %s", name, unknown)
     recipe.update(overrides)
-    path = out / "recipes" / f"{stage}.yaml"
+    path = out / "recipes" / f"{run_name or stage}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     header = (
         f"# Written by `proactive-rl demo`: the shipped recipe {name} (proactive-rl recipes cp {name} ...) with the "
@@ -159,17 +164,28 @@ def _entry_point(stage: str):
         raise StageSkipped(f"{TRAINERS[stage]} is not available ({type(err).__name__}: {err})") from err
 
 
-def train_stage(stage: str, overrides: dict[str, Any], out: Path) -> Path:
-    """Run one training stage; returns its output directory (the final model and processor)."""
+def train_stage(stage: str, overrides: dict[str, Any], out: Path, name: str | None = None) -> Path:
+    """Run one training stage with the trainer and recipe of `stage`, under `name` (``<out>/runs/<name>``,
+    ``<out>/recipes/<name>.yaml``; defaults to `stage`); returns its output directory (the model and processor)."""
     make_parser, main = _entry_point(stage)
-    output_dir = out / "runs" / stage
-    recipe = derive_recipe(stage, {**overrides, "output_dir": str(output_dir)}, out)
-    say(f"{stage}: proactive-rl train --config {recipe}")
+    name = name or stage
+    output_dir = out / "runs" / name
+    recipe = derive_recipe(stage, {**overrides, "output_dir": str(output_dir)}, out, name)
+    say(f"{name}: proactive-rl train --config {recipe}")
     script_args, training_args, model_args = make_parser().parse_args_and_config(["--config", str(recipe)])
     main(script_args, training_args, model_args)
     if not (output_dir / "config.json").is_file():
         raise RuntimeError(f"{stage}: training finished but {output_dir} holds no model (config.json missing)")
     return output_dir
+
+
+def grounding_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
+    """The SFT recipe on the caption episodes of the training split (every frame answered: no silence to balance)."""
+    return {
+        **sft_overrides(settings, data, model),
+        "dataset_mixture": [{"source": str(task_file(data, "train", GROUNDING_TASK))}],
+        **settings.grounding,
+    }
 
 
 def sft_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:

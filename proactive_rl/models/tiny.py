@@ -21,6 +21,14 @@ from proactive_rl.models.tokenizer import build_tokenizer
 ARCHS = ("qwen2_5_vl", "qwen3_vl", "llava_next")
 SIZES = ("xs", "s")
 
+# Pixel statistics of the tiny processors: centred on the embedded world's background (235, 235, 235), so a frame's
+# vision tokens are its objects. With CLIP's statistics (what the real Qwen2.5-VL processor uses) a mostly-background
+# 64 px frame is a near-constant input: the patch vectors of every frame differ from their mean by 4 % of its norm,
+# the vision tokens by 7 %, and a model trained from scratch never learns to tell frames apart (it fits a timing
+# prior instead: benchmarks/RESULTS.md, "grounding"). Centred, they differ by about 3 times the mean.
+PIXEL_MEAN = [235 / 255] * 3
+PIXEL_STD = [0.25] * 3
+
 # Per size: language model, vision tower, and the frame side the image processor resizes to (in patches).
 # xs: a 64 px frame -> 4x4 patches -> 2x2 = 4 vision tokens; s: 8x8 patches -> 16 vision tokens.
 _SIZES = {
@@ -88,20 +96,17 @@ def _build_processor(arch: str, tokenizer, side: int):
         from transformers import Qwen2_5_VLProcessor, Qwen2VLVideoProcessor
 
         pixels = (side * 14) ** 2
-        image_processor = Qwen2VLImageProcessor(patch_size=14, merge_size=2, temporal_patch_size=2)
-        video_processor = Qwen2VLVideoProcessor(patch_size=14, merge_size=2, temporal_patch_size=2)
+        stats = dict(image_mean=PIXEL_MEAN, image_std=PIXEL_STD)
+        image_processor = Qwen2VLImageProcessor(patch_size=14, merge_size=2, temporal_patch_size=2, **stats)
+        video_processor = Qwen2VLVideoProcessor(patch_size=14, merge_size=2, temporal_patch_size=2, **stats)
         cls, template = Qwen2_5_VLProcessor, QWEN2_5_VL_CHAT_TEMPLATE
     else:
         from transformers import Qwen3VLProcessor, Qwen3VLVideoProcessor
 
         pixels = (side * 16) ** 2
-        half = [0.5, 0.5, 0.5]  # Qwen3-VL normalises with mean = std = 0.5
-        image_processor = Qwen2VLImageProcessor(
-            patch_size=16, merge_size=2, temporal_patch_size=2, image_mean=half, image_std=half
-        )
-        video_processor = Qwen3VLVideoProcessor(
-            patch_size=16, merge_size=2, temporal_patch_size=2, image_mean=half, image_std=half
-        )
+        stats = dict(image_mean=PIXEL_MEAN, image_std=PIXEL_STD)  # the release normalises with mean = std = 0.5
+        image_processor = Qwen2VLImageProcessor(patch_size=16, merge_size=2, temporal_patch_size=2, **stats)
+        video_processor = Qwen3VLVideoProcessor(patch_size=16, merge_size=2, temporal_patch_size=2, **stats)
         cls, template = Qwen3VLProcessor, QWEN3_VL_CHAT_TEMPLATE
     # Every frame is resized to exactly `side x side` patches whatever its size (min = max pixels), so a
     # frame costs a fixed, small number of vision tokens.

@@ -228,3 +228,27 @@ def test_flash_attention_missing_is_a_clear_error():
         pytest.skip("flash-attn is installed here")
     with pytest.raises(ImportError, match="flash-attn"):
         check_attn_implementation("flash_attention_2")
+
+
+def _variation(x: torch.Tensor) -> float:
+    """Mean distance of the rows of `x` from their mean row, relative to the mean row's norm."""
+    return ((x - x.mean(0)).norm(dim=-1).mean() / x.mean(0).norm()).item()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_tiny_processors_centre_pixels_on_the_worlds_background(arch):
+    """With CLIP's statistics a frame of the synthetic world is a near-constant input (its patches differ from their
+    mean by 4 % of its norm) and a model trained from scratch learns no vision; centred on the background they
+    differ by more than the mean itself (models/tiny.py, benchmarks/RESULTS.md)."""
+    from proactive_rl.synthetic import generate_episodes, render_frames
+    from proactive_rl.synthetic.world import BACKGROUND
+
+    _, processor = build_tiny(arch)
+    assert processor.image_processor.image_mean == pytest.approx([c / 255 for c in BACKGROUND])
+    assert processor.video_processor.image_mean == processor.image_processor.image_mean
+    episodes = generate_episodes("atomic", 3, seed=1, duration=[30, 40], fps=0.5, scale=2.0, distractors=0)
+    frames = [f for e in episodes for _, f in render_frames(e)]
+    centred = processor.image_processor(images=frames, return_tensors="pt")["pixel_values"]
+    processor.image_processor.image_mean, processor.image_processor.image_std = [0.48, 0.46, 0.41], [0.27] * 3
+    clip = processor.image_processor(images=frames, return_tensors="pt")["pixel_values"]
+    assert _variation(clip) < 0.1 < 1.0 < _variation(centred)

@@ -31,7 +31,9 @@ def make_compositional(rng: np.random.Generator, knobs: Knobs, steps: int) -> Sc
             fill += [[s - 1.001, 1.0], [s - 1, 0.0]]
         fill += [[s - 1, 0.0], [e, 1.0]]
         targets += [target(s, "start", knobs.fps), target(e, "end", knobs.fps)]
-    width, height = 0.75 * st.size, 0.12 * st.size
+    # The bar is as thick as the `scale` knob makes objects (up to a quarter of the frame), so a model with a
+    # handful of vision tokens per frame sees it fill; at scale 1 it is the same as ever.
+    width, height = 0.75 * st.size, min(0.12 * knobs.scale, 0.24) * st.size
     tank = sprite("bar", "blue", 0, [[0, st.size / 2, st.size * 0.85]], width=width, height=height, fill=fill)
     sprites = st.wanderers(knobs.distractors, [c for c in PALETTE if c != "blue"]) + [tank]
     instruction = (
