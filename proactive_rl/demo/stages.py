@@ -184,6 +184,7 @@ def grounding_overrides(settings: DemoSettings, data: Path, model: Path) -> dict
     return {
         **sft_overrides(settings, data, model),
         "dataset_mixture": [{"source": str(task_file(data, "train", GROUNDING_TASK))}],
+        "register_tasks": ["proactive_rl.synthetic.captions"],
         **settings.grounding,
     }
 

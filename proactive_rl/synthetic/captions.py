@@ -20,10 +20,16 @@ import math
 
 from proactive_eval.episodes import Episode
 from proactive_eval.video import sample_times
-from proactive_rewards import Target
+from proactive_rewards import Target, TaskSpec, register_task
+from proactive_rewards.task_table import list_tasks
 from proactive_rl.synthetic.world import level, position, visible
 
 GROUNDING_TASK = "caption"
+# Free-text content (token-F1 in PRS), no reward: a training and evaluation task of the synthetic world, registered
+# when this module is imported (a recipe names it as ``register_tasks: [proactive_rl.synthetic.captions]``).
+CAPTION_TASK = TaskSpec(GROUNDING_TASK, content="free_text")
+if GROUNDING_TASK not in list_tasks():
+    register_task(CAPTION_TASK)
 INSTRUCTION = "Say what is on screen at every frame: the objects, which are near each other, and the tank's state."
 # Two objects are "near" when their centres are closer than this many times the sum of their radii: at the
 # accident task's warning step the ratio is 1.6-2.0 (5th-95th percentile), one step earlier 2.0-2.4.

@@ -178,8 +178,6 @@ for _spec in (
     TaskSpec("object"),
     TaskSpec("intervention", reward="intervention", content="free_text"),
     TaskSpec("pvqa"),
-    # Grounding (synthetic world only): every frame answered with what is on screen (proactive_rl.synthetic.captions).
-    TaskSpec("caption", content="free_text"),
 ):
     register_task(_spec)
 BUILTIN_TASKS = tuple(_TASKS)
