@@ -33,7 +33,9 @@ _WRAPPER = (
 
 
 def recipes(out: str, steps: int) -> dict[str, list[str]]:
-    """The commands measured: module entry points of the tiny recipes, shortened to `steps` optimizer steps."""
+    """The commands measured: the trainers' entry points (``python -m proactive_rl.sft`` ...; the ``.main`` modules
+    only define them, so running those measured an import) on the tiny recipes, shortened to `steps` optimizer steps.
+    Each must leave a model in its ``--output_dir`` (`trained`)."""
     py = sys.executable
     return {
         "import floor (torch, transformers, trl, proactive_rl)": [
@@ -42,18 +44,26 @@ def recipes(out: str, steps: int) -> dict[str, list[str]]:
             "import torch, transformers, trl, proactive_rl.sft.main, proactive_rl.grpo.streaming",
         ],
         "tiny SFT (recipes/tiny/sft.yaml)": [
-            py, "-m", "proactive_rl.sft.main", "--config", "recipes/tiny/sft.yaml",
+            py, "-m", "proactive_rl.sft", "--config", "recipes/tiny/sft.yaml",
             "--max_steps", str(steps), "--output_dir", f"{out}/sft", "--save_strategy", "no",
         ],
         "tiny streaming GRPO (recipes/tiny/grpo_streaming.yaml, from the untrained tiny model)": [
-            py, "-m", "proactive_rl.grpo.streaming.main", "--config", "recipes/tiny/grpo_streaming.yaml",
+            py, "-m", "proactive_rl.grpo.streaming", "--config", "recipes/tiny/grpo_streaming.yaml",
             "--model_name_or_path", "tiny:qwen2_5_vl:xs", "--max_steps", str(steps), "--output_dir", f"{out}/grpo",
         ],
         "tiny suggestion GRPO (recipes/tiny/grpo_suggestion.yaml, LoRA)": [
-            py, "-m", "proactive_rl.grpo.suggestion.main", "--config", "recipes/tiny/grpo_suggestion.yaml",
+            py, "-m", "proactive_rl.grpo.suggestion", "--config", "recipes/tiny/grpo_suggestion.yaml",
             "--max_steps", str(steps), "--output_dir", f"{out}/suggestion",
         ],
     }  # fmt: skip
+
+
+def trained(argv: list[str]) -> bool:
+    """Whether a recipe command left a model (or LoRA adapter) in its ``--output_dir``; the import floor has none."""
+    if "--output_dir" not in argv:
+        return True
+    out = Path(argv[argv.index("--output_dir") + 1])
+    return (out / "config.json").is_file() or (out / "adapter_config.json").is_file()
 
 
 def peak_rss(argv: list[str]) -> tuple[float, float]:
@@ -65,8 +75,8 @@ def peak_rss(argv: list[str]) -> tuple[float, float]:
     )
     seconds = time.perf_counter() - start
     line = [x for x in proc.stdout.splitlines() if x.startswith("PEAK_RSS_KIB")]
-    if not line or line[-1].split()[2] != "0":
-        raise RuntimeError(f"{' '.join(argv)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    if not line or line[-1].split()[2] != "0" or not trained(argv):
+        raise RuntimeError(f"{' '.join(argv)} failed or left no model:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
     return int(line[-1].split()[1]) / 1024, seconds
 
 

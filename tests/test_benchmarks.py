@@ -229,6 +229,19 @@ def test_memory_recipes_exist_and_are_shortened():
             assert cmd[cmd.index("--max_steps") + 1] == "2"
 
 
+def test_memory_recipes_run_the_trainers_not_an_import(tmp_path):
+    """The recipes run ``python -m <package>`` (a ``__main__``), and a command that leaves no model in its
+    ``--output_dir`` is an error: ``python -m proactive_rl.sft.main`` only imported the trainer and measured that."""
+    import importlib.util
+
+    memory = load("memory")
+    for name, cmd in memory.recipes(str(tmp_path), 2).items():
+        if "--config" in cmd:
+            assert importlib.util.find_spec(cmd[cmd.index("-m") + 1] + ".__main__") is not None, name
+    with pytest.raises(RuntimeError, match="left no model"):
+        memory.peak_rss([sys.executable, "-c", "pass", "--output_dir", str(tmp_path / "nothing")])
+
+
 def test_peak_rss_names_the_failing_command():
     memory = load("memory")
     with pytest.raises(RuntimeError, match="boom"):
