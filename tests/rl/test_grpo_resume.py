@@ -182,7 +182,16 @@ def suggestion_trainer(tmp_path: Path, out: Path, **overrides):
     replay = [
         {"source": "synthetic", "task": "accident", "num_episodes": 3, "seed": 5, "knobs": {"duration": [10, 10]}}
     ]
-    fields = dict(max_steps=4, save_steps=2, output_dir=str(out), replay_mixture=replay, temperature=1.5)
+    # G = 4 at temperature 1.5: the untrained model's answer letters differ within some group (non-zero advantages)
+    fields = dict(
+        max_steps=4,
+        save_steps=2,
+        output_dir=str(out),
+        replay_mixture=replay,
+        temperature=1.5,
+        num_generations=4,
+        per_device_train_batch_size=4,
+    )
     tmp_path.mkdir(parents=True, exist_ok=True)
     recipe = suggestion_recipe(tmp_path, None, **{**fields, **overrides})
     return build_trainer(*make_parser().parse_args_and_config(["--config", str(recipe)]))

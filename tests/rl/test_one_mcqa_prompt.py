@@ -6,7 +6,8 @@ suggestion trainer's own training row (`environment_rows`), rendered as TRL rend
 option letter (greedy decoding restricted to the letters, ``answer_letters_only``).
 
 The checkpoint is a fixed random tiny model whose option-letter rows of the (tied) embedding are drawn 30× larger
-than the rest, so that its answers differ between environments and states (as built, a random tiny model answers
+than the rest (and whose processor normalises with CLIP's statistics), so that its answers differ between
+environments and states (as built, a random tiny model answers
 every question with the same letter; a short warm start only teaches it the most frequent category).
 """
 
@@ -49,6 +50,10 @@ def checkpoint(tmp_path_factory):
     with torch.no_grad():  # sharper, image-dependent letter logits (module docstring)
         generator = torch.Generator().manual_seed(0)
         weight[letters] = torch.randn(len(letters), weight.shape[1], generator=generator) * weight.std() * 30
+    # CLIP's pixel statistics: under the tiny processor's (centred on the synthetic world's background) a random
+    # tiny model answers every one of these frame-filling images alike
+    for images in (processor.image_processor, processor.video_processor):
+        images.image_mean, images.image_std = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
     path = tmp_path_factory.mktemp("tiny")
     model.save_pretrained(path)
     processor.save_pretrained(path)
