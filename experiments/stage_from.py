@@ -17,10 +17,16 @@ from pathlib import Path
 
 from experiments.demo_ablation import settings_with
 from proactive_rl.demo import pipeline
-from proactive_rl.demo.evaluation import evaluate_grounding, evaluate_stage
+from proactive_rl.demo.evaluation import evaluator_for
 from proactive_rl.demo.stages import generate_data, train_stage
 
-_BEFORE = {"sft": "grounding", "grpo_streaming": "sft", "grpo_suggestion": "grpo_streaming"}
+# where each stage starts in a demo folder (the grounding stage from the untrained model)
+_START = {
+    "grounding": "model",
+    "sft": "runs/grounding",
+    "grpo_streaming": "runs/sft",
+    "grpo_suggestion": "runs/grpo_streaming",
+}
 _TRAINER = {key: trainer for key, _, trainer, _ in pipeline.STAGES if trainer}
 
 
@@ -38,16 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     transformers.logging.set_verbosity_error()
     demo, out = Path(args.demo), Path(args.out)
     settings = settings_with(args.set, args.seed)
-    start = Path(args.start) if args.start else demo / "runs" / _BEFORE.get(args.stage, "model")
-    if args.stage == "grounding" and not args.start:
-        start = demo / "model"
+    start = Path(args.start) if args.start else demo / _START[args.stage]
     generate_data(demo, settings, progress=False)  # reused file by file; rewritten where the recipes changed
     t0 = time.time()
     overrides = pipeline._overrides(args.stage, settings, demo / "data", start)
     checkpoint = train_stage(_TRAINER[args.stage], overrides, out, args.stage)
     train_s = time.time() - t0
-    evaluate = evaluate_grounding if args.stage == "grounding" else evaluate_stage
-    metrics = evaluate(checkpoint, demo / "data", settings, out / "eval" / args.stage, progress=False)
+    metrics = evaluator_for(args.stage)(checkpoint, demo / "data", settings, out / "eval" / args.stage, progress=False)
     metrics.pop("predictions")
     report = {"stage": args.stage, "from": str(start), "set": args.set, "train_s": round(train_s), "metrics": metrics}
     (out / f"{args.stage}_report.json").write_text(json.dumps(report, indent=1) + "\n")

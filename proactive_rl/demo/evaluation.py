@@ -106,13 +106,19 @@ def evaluate_stage(
     metrics["pauc"] = entries["pauc"]["metrics"].get("pauc_w0.5")
     metrics["acc"], metrics["ps"] = entries["mcqa"]["summary"]["acc"], entries["mcqa"]["summary"]["ps"]
     metrics.update(looks_metrics(entries))
+    return {**metrics, "predictions": read_predictions(out, ("prs", "pauc"))}
+
+
+def read_predictions(out: Path, evaluators) -> dict[str, list]:
+    """Episode id -> ``[(time, text)]`` from ``<out>/<evaluator>/predictions.jsonl`` of each of `evaluators` (for the
+    timelines); an evaluator that wrote no file adds nothing."""
     predictions = {}
-    for name in ("prs", "pauc"):
+    for name in evaluators:
         path = out / name / "predictions.jsonl"
         for line in path.read_text().splitlines() if path.is_file() else []:
             record = json.loads(line)
             predictions[record["id"]] = [(r["time"], r["text"]) for r in record["responses"]]
-    return {**metrics, "predictions": predictions}
+    return predictions
 
 
 def evaluate_grounding(
@@ -147,17 +153,13 @@ def evaluate_grounding(
         model.eval(), processor, [PRSEvaluator(config, progress=progress, items=items)], out_dir=out, fail_fast=True
     )
     metrics = results["evaluators"]["caption"]["metrics"]
-    keys = {
-        "prs_b": "caption/prs_b",
-        "prs_b_swap": "caption/prs_b_swap",
-        "vision_gain_prs_b": "caption/vision_gain_prs_b",
-    }
-    path = out / "caption" / "predictions.jsonl"
-    predictions = {}
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        record = json.loads(line)
-        predictions[record["id"]] = [(r["time"], r["text"]) for r in record["responses"]]
-    return {new: metrics.get(old) for old, new in keys.items()} | {"predictions": predictions}
+    scores = {f"caption/{k}": metrics.get(k) for k in ("prs_b", "prs_b_swap", "vision_gain_prs_b")}
+    return {**scores, "predictions": read_predictions(out, ("caption",))}
+
+
+def evaluator_for(stage: str):
+    """How the demo evaluates stage `stage`: the grounding stage on held-out captions, every other on the tasks."""
+    return evaluate_grounding if stage == "grounding" else evaluate_stage
 
 
 LOOKS_MARKERS = ("blind_", "_swap", "vision_gain_")

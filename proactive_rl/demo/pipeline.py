@@ -106,7 +106,7 @@ def run_demo(
     ``<out>/demo_results.json``)."""
     # deferred: keeps --help / light imports fast
     from proactive_rl.demo.checks import checks_markdown, claims, directions
-    from proactive_rl.demo.evaluation import evaluate_grounding, evaluate_stage
+    from proactive_rl.demo.evaluation import evaluator_for
     from proactive_rl.demo.report import console_table, write_report
     from proactive_rl.demo.stages import StageSkipped, build_model, generate_data, say, train_stage
 
@@ -156,7 +156,7 @@ def run_demo(
             say(f"{name}: trained in {stage['train_s']:.0f} s -> {checkpoint}")
         t0 = time.perf_counter()
         try:
-            evaluate = evaluate_grounding if key == "grounding" else evaluate_stage
+            evaluate = evaluator_for(key)
             evaluated = evaluate(checkpoint, data, settings, out / "eval" / key, progress=progress, label=name)
         except Exception as err:
             traceback.print_exc()

@@ -25,7 +25,7 @@ SIZES = ("xs", "s")
 # vision tokens are its objects. With CLIP's statistics (what the real Qwen2.5-VL processor uses) a mostly-background
 # 64 px frame is a near-constant input: the patch vectors of every frame differ from their mean by 4 % of its norm,
 # the vision tokens by 7 %, and a model trained from scratch never learns to tell frames apart (it fits a timing
-# prior instead: benchmarks/RESULTS.md, "grounding"). Centred, they differ by about 3 times the mean.
+# prior instead: benchmarks/RESULTS.md, "an assistant that sees"). Centred, they differ by about 3 times the mean.
 PIXEL_MEAN = [235 / 255] * 3
 PIXEL_STD = [0.25] * 3
 
@@ -92,11 +92,11 @@ def _build_processor(arch: str, tokenizer, side: int):
     # deferred: keeps torch/transformers out of light import paths
     from transformers import Qwen2VLImageProcessor
 
+    stats = dict(image_mean=PIXEL_MEAN, image_std=PIXEL_STD)  # the releases: CLIP's (Qwen2.5-VL), 0.5 (Qwen3-VL)
     if arch == "qwen2_5_vl":
         from transformers import Qwen2_5_VLProcessor, Qwen2VLVideoProcessor
 
         pixels = (side * 14) ** 2
-        stats = dict(image_mean=PIXEL_MEAN, image_std=PIXEL_STD)
         image_processor = Qwen2VLImageProcessor(patch_size=14, merge_size=2, temporal_patch_size=2, **stats)
         video_processor = Qwen2VLVideoProcessor(patch_size=14, merge_size=2, temporal_patch_size=2, **stats)
         cls, template = Qwen2_5_VLProcessor, QWEN2_5_VL_CHAT_TEMPLATE
@@ -104,7 +104,6 @@ def _build_processor(arch: str, tokenizer, side: int):
         from transformers import Qwen3VLProcessor, Qwen3VLVideoProcessor
 
         pixels = (side * 16) ** 2
-        stats = dict(image_mean=PIXEL_MEAN, image_std=PIXEL_STD)  # the release normalises with mean = std = 0.5
         image_processor = Qwen2VLImageProcessor(patch_size=16, merge_size=2, temporal_patch_size=2, **stats)
         video_processor = Qwen3VLVideoProcessor(patch_size=16, merge_size=2, temporal_patch_size=2, **stats)
         cls, template = Qwen3VLProcessor, QWEN3_VL_CHAT_TEMPLATE

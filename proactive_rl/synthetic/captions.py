@@ -5,7 +5,7 @@ sorted by colour then shape), ``near`` for two objects whose centres are closer 
 (the distance at which the accident task's warning falls due), and the tank's state (``tank empty`` /
 ``tank filling`` / ``tank full``). A grounding SFT stage on these dense targets teaches a model trained from scratch
 to read its frames before the proactive SFT, whose 1-3 responses per episode do not (benchmarks/RESULTS.md,
-"grounding")::
+"an assistant that sees")::
 
     >>> from proactive_rl.synthetic import generate_episodes
     >>> ep = generate_episodes("compositional", 1, seed=0, distractors=0)[0]
