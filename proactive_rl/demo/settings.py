@@ -54,7 +54,9 @@ class DemoSettings:
         knobs (`dict`): the other difficulty knobs of the streaming tasks (`proactive_rl.synthetic.Knobs`): one
             decision every 2 s (``fps`` 0.5, so a 90 s episode is 45 frames), objects twice the default size and no
             distractors (what a model with 4 vision tokens per frame can tell apart), 1-3 counted events or fill
-            cycles per episode.
+            cycles per episode, and motion 2.5 times the default speed (10 px per decision at 64 px): at the default
+            speed a vehicle moves 4 px per frame and the frame due for the warning looks like its neighbours, so
+            the SFT model warned on several of them (accident PRS-B 44.2; at 2.5: 77.7, benchmarks/RESULTS.md).
         eval_episodes (`int`): held-out (test split) episodes per PRS task scored at each stage.
         eval_pauc_episodes (`int`): held-out pvqa episodes scored with PAUC at each stage.
         eval_envs (`int`): held-out environments per kind played at each stage.
@@ -76,9 +78,10 @@ class DemoSettings:
         eval_caption_episodes (`int`): held-out caption episodes per grounding task scored after the grounding stage
             (PRS-B of the captions, own frames and swapped: does the grounded model read its frames?).
         grpo_tasks (`tuple`): the tasks streaming GRPO rolls out on (train split), all three streaming tasks, 80
-            steps at learning rate 1e-4 (``grpo_streaming``): it fixes the count answers (atomic) and keeps
-            compositional, while accident falls (wider windows or leaving accident out did worse:
-            benchmarks/RESULTS.md, "an assistant that sees").
+            steps at learning rate 1e-4 (``grpo_streaming``). Its reward sees the repeated warnings teacher forcing
+            does not (accident PRS-B 77.7 → 84.9); leaving the count task out warned better (89.4) but the
+            suggestion stage from that model never answered (MCQA acc 0.0): benchmarks/RESULTS.md, "vehicles that
+            move".
         replay_tasks (`tuple`): the streaming tasks whose training episodes the suggestion stage replays
             (``replay_mixture`` of ``recipes/tiny/grpo_suggestion.yaml``; `proactive_rl.grpo.suggestion.replay`), so
             that the final model keeps the streaming skills, with weight ``replay_coef`` 10 (``grpo_suggestion``; at 3 the
@@ -98,7 +101,7 @@ class DemoSettings:
     fractions: tuple = (0.7, 0.1, 0.2)
     duration: tuple = (30, 90)
     knobs: dict[str, Any] = field(
-        default_factory=lambda: {"fps": 0.5, "scale": 2.0, "distractors": 0, "max_events": 3}
+        default_factory=lambda: {"fps": 0.5, "scale": 2.0, "distractors": 0, "max_events": 3, "speed": 2.5}
     )
     eval_episodes: int = 10
     eval_pauc_episodes: int = 8
@@ -118,8 +121,8 @@ class DemoSettings:
     )
     grpo_streaming: dict[str, Any] = field(
         default_factory=lambda: {
-            # 80 steps at 1e-4: the count answers the SFT model gets wrong after the first ("A cyan circle" for
-            # "2") earn nothing, and GRPO fixes them (benchmarks/RESULTS.md, "an assistant that sees")
+            # 80 steps at 1e-4 (0.7 passes over the windows); 160 steps or 2e-4 gained less (benchmarks/RESULTS.md,
+            # "vehicles that move")
             "learning_rate": 1.0e-4,
             "max_steps": 80,
             # the recipe's windows are in seconds at 1 FPS; at one decision every 2 s, the same number of steps

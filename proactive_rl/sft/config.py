@@ -81,12 +81,22 @@ class ProactiveSFTConfig(SFTConfig):
 
     Args:
         focal_gamma (`float`, *optional*, defaults to `2.0`): focal exponent ``γ`` on the state tokens.
-        state_balance (`bool`, *optional*, defaults to `True`): frequency balancing ``N_s / (K · n_y)``.
+        state_balance (`bool`, *optional*, defaults to `True`): frequency balancing ``(N_s / (K · n_y))^β``.
+        state_balance_power (`float`, *optional*, defaults to `1.0`): its exponent ``β`` (1: P³I's balancing;
+            0.5: smoothed, more of the loss left to the answers' words).
+        content_weight (`float`, *optional*, defaults to `1.0`): weight of the other supervised tokens (the answers'
+            words and end-of-turn tokens) against the state tokens'.
     """
 
     focal_gamma: float = field(default=2.0, metadata={"help": "Focal exponent on the state tokens (docs/spec.md §3)."})
     state_balance: bool = field(
         default=True, metadata={"help": "Frequency-balance the state tokens (docs/spec.md §3)."}
+    )
+    state_balance_power: float = field(
+        default=1.0, metadata={"help": "Exponent of the frequency balancing (docs/spec.md §3; 1 = P³I)."}
+    )
+    content_weight: float = field(
+        default=1.0, metadata={"help": "Weight of the answers' tokens against the state tokens' (docs/spec.md §3)."}
     )
 
     def __post_init__(self):
@@ -96,5 +106,9 @@ class ProactiveSFTConfig(SFTConfig):
         super().__post_init__()
         if self.focal_gamma < 0:
             raise ValueError(f"focal_gamma: must be >= 0, got {self.focal_gamma}")
+        if not 0 <= self.state_balance_power <= 1:
+            raise ValueError(f"state_balance_power: must be in [0, 1], got {self.state_balance_power}")
+        if not self.content_weight > 0:
+            raise ValueError(f"content_weight: must be > 0, got {self.content_weight}")
         if self.packing or self.padding_free:
             raise ValueError("packing / padding_free: not supported for streaming dialogues (set both to false)")

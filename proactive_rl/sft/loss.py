@@ -2,11 +2,11 @@
 
 Silence outnumbers responses by orders of magnitude, so plain cross-entropy teaches a streaming model never to
 speak. The two state tokens (``</Silence>``, ``</Response>``) are reweighted by a focal factor ``(1 - p)^γ`` and a
-frequency-balancing factor ``N_s / (K · n_y)``; every other supervised token keeps weight 1, and every token is
-divided by the same global count ``|V|``:
+frequency-balancing factor ``(N_s / (K · n_y))^β`` (β = 1 in P³I); every other supervised token has weight ``c``
+(1 in P³I), and every token is divided by the same global count ``|V|``:
 
-    w_i = (1 - p_i)^γ · N_s / (K · n_{y_i})   if i ∈ S
-    w_i = 1                                   otherwise
+    w_i = (1 - p_i)^γ · (N_s / (K · n_{y_i}))^β   if i ∈ S
+    w_i = c                                         otherwise
     L   = Σ_{i∈V} w_i · CE_i / |V|
 
 The counts ``n_y``, ``N_s``, ``K`` and ``|V|`` belong to the *global* batch of an optimizer step (all ranks, all
@@ -62,6 +62,8 @@ def focal_state_loss(
     *,
     gamma: float = 2.0,
     balance: bool = True,
+    balance_power: float = 1.0,
+    content_weight: float = 1.0,
     counts: torch.Tensor | None = None,
 ) -> FocalLossOutput:
     """docs/spec.md §3 loss for one micro-batch, normalised by the global supervised-token count.
@@ -72,7 +74,11 @@ def focal_state_loss(
         state_token_ids (`list[int]`): ids of the state tokens (docs/spec.md §2: ``</Silence>``, ``</Response>``).
         gamma (`float`, *optional*, defaults to `2.0`): focal exponent ``γ``; the gradient flows through
             ``(1 - p)^γ`` as in focal loss.
-        balance (`bool`, *optional*, defaults to `True`): multiply state tokens by ``N_s / (K · n_y)``.
+        balance (`bool`, *optional*, defaults to `True`): multiply state tokens by ``(N_s / (K · n_y))^β``.
+        balance_power (`float`, *optional*, defaults to `1.0`): the exponent ``β`` of that factor (1: P³I's
+            balancing; below 1 a smoothed one, which leaves more of the loss to the content tokens).
+        content_weight (`float`, *optional*, defaults to `1.0`): the weight ``c`` of every other supervised token (the
+            answers' words and the end-of-turn tokens).
         counts (`torch.Tensor`, *optional*): ``[|V|, n_{y_1}, ...]`` of the global batch (from
             :func:`state_token_counts`, summed over ranks). Defaults to the counts of this micro-batch.
 
@@ -98,7 +104,7 @@ def focal_state_loss(
 
     p = torch.exp(-ce)
     focal = (1.0 - p).clamp(min=0.0) ** gamma if gamma != 0 else torch.ones_like(p)
-    if gamma == 0 and not balance:
+    if gamma == 0 and not balance and content_weight == 1.0:
         # the plain path: exactly what transformers' ForCausalLMLoss computes for a token mean
         loss = F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX, reduction="sum") / num_items
         weights = torch.ones_like(ce)
@@ -109,10 +115,11 @@ def focal_state_loss(
         if balance:
             # a class absent from the global batch never indexes its (zero) count
             per_class = torch.where(class_counts > 0, n_s / (k * class_counts.clamp(min=1)), torch.zeros_like(n_s))
+            per_class = per_class**balance_power if balance_power != 1.0 else per_class
             bal = per_class[cls.clamp(min=0)]
         else:
             bal = torch.ones_like(ce)
-        weights = torch.where(in_s, focal * bal, torch.ones_like(ce))
+        weights = torch.where(in_s, focal * bal, torch.full_like(ce, content_weight))
         loss = (weights * ce).masked_fill(~supervised, 0.0).sum() / num_items
 
     with torch.no_grad():

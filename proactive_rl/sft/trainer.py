@@ -99,6 +99,8 @@ class ProactiveSFTTrainer(SFTTrainer):
             self.state_token_ids,
             gamma=self.args.focal_gamma,
             balance=self.args.state_balance,
+            balance_power=self.args.state_balance_power,
+            content_weight=self.args.content_weight,
             counts=counts,
         )
         loss = out.loss * self.accelerator.num_processes

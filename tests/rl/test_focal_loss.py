@@ -11,7 +11,7 @@ from proactive_rl.sft.loss import focal_state_loss, state_token_counts, summariz
 SIL, RESP = 5, 7
 
 
-def reference_loss(logits, labels, gamma, balance, state_ids=(SIL, RESP)):
+def reference_loss(logits, labels, gamma, balance, state_ids=(SIL, RESP), power=1.0, content=1.0):
     """A slow loop written from the docs/spec.md §3 formulas, one token at a time, in float64."""
     logits = logits.double().reshape(-1, logits.size(-1))
     labels = labels.reshape(-1).tolist()
@@ -24,12 +24,12 @@ def reference_loss(logits, labels, gamma, balance, state_ids=(SIL, RESP)):
         y = labels[i]
         log_z = math.log(sum(math.exp(v) for v in logits[i].tolist()))
         ce = log_z - logits[i, y].item()
-        w = 1.0
+        w = content
         if y in state_ids:
             p = math.exp(-ce)
             w = (1 - p) ** gamma
             if balance:
-                w *= n_s / (k * n[y])
+                w *= (n_s / (k * n[y])) ** power
         total += w * ce
     return total / len(supervised)
 
@@ -54,6 +54,42 @@ def test_matches_reference_loop(seed, absent, gamma, balance):
     logits, labels = random_batch(seed, absent)
     out = focal_state_loss(logits, labels, [SIL, RESP], gamma=gamma, balance=balance)
     assert out.loss.item() == pytest.approx(reference_loss(logits, labels, gamma, balance), rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("power", [0.0, 0.5, 0.25])
+def test_balance_power_matches_reference_loop(seed, power):
+    logits, labels = random_batch(seed)
+    out = focal_state_loss(logits, labels, [SIL, RESP], gamma=2.0, balance_power=power)
+    expected = reference_loss(logits, labels, 2.0, True, power=power)
+    assert out.loss.item() == pytest.approx(expected, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("gamma,balance", [(2.0, True), (0.0, False)])
+def test_content_weight_matches_reference_loop(seed, gamma, balance):
+    logits, labels = random_batch(seed)
+    out = focal_state_loss(logits, labels, [SIL, RESP], gamma=gamma, balance=balance, content_weight=4.0)
+    expected = reference_loss(logits, labels, gamma, balance, content=4.0)
+    assert out.loss.item() == pytest.approx(expected, rel=1e-5, abs=1e-6)
+    assert expected != pytest.approx(reference_loss(logits, labels, gamma, balance), rel=1e-3)
+
+
+def test_balance_power_on_the_worked_example_of_the_spec():
+    # docs/spec.md §3: 6 silences p = 0.9, 2 responses p = 0.5, 12 content tokens p = 0.8; with β = 0.5 the balance
+    # factors are sqrt(8/12) and sqrt(2): L = [6·0.01·0.8165·0.10536 + 2·0.25·1.4142·0.69315 + 12·0.22314] / 20
+    probs = [0.9] * 6 + [0.5] * 2 + [0.8] * 12
+    labels = torch.tensor([1] * 6 + [2] * 2 + [3] * 12)
+    logits = torch.full((20, 4), -1e4)
+    for i, (p, y) in enumerate(zip(probs, labels.tolist())):  # two live tokens: the label with probability p
+        logits[i, y], logits[i, 0] = math.log(p), math.log(1 - p)
+    plain = focal_state_loss(logits, labels, [1, 2], gamma=2.0)
+    smoothed = focal_state_loss(logits, labels, [1, 2], gamma=2.0, balance_power=0.5)
+    assert plain.loss.item() == pytest.approx(0.16875, abs=5e-5)
+    assert smoothed.loss.item() == pytest.approx(0.15865, abs=5e-5)
+    # content weight 4: the 12 content tokens count four times, L = (0.69736 + 4·2.67772) / 20 = 0.57041
+    weighted = focal_state_loss(logits, labels, [1, 2], gamma=2.0, content_weight=4.0)
+    assert weighted.loss.item() == pytest.approx(0.57041, abs=5e-5)
 
 
 def test_hand_computed_case():

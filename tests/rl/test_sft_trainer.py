@@ -98,23 +98,37 @@ def test_accumulation_invariance(tmp_path, toy):
         assert key in log1
 
 
-def test_loss_is_the_spec_loss_of_the_global_batch(tmp_path, toy):
-    """The logged step loss equals docs/spec.md §3 computed by hand on one forward pass over the step's 4 dialogues."""
+@pytest.mark.parametrize("power", [1.0, 0.5])
+def test_loss_is_the_spec_loss_of_the_global_batch(tmp_path, toy, power):
+    """The logged step loss equals docs/spec.md §3 computed by hand on one forward pass over the step's 4 dialogues
+    (P³I's balancing and the smoothed one, ``state_balance_power`` 0.5)."""
     from proactive_rl.sft.loss import focal_state_loss
 
     processor, examples = toy
     examples = examples[:4]  # one optimizer step (2 x accumulation 2) sees all of them, in whatever order
     model, _ = tiny()
     trainer = make_trainer(
-        tmp_path, examples, processor, model, per_device_train_batch_size=2, gradient_accumulation_steps=2
+        tmp_path,
+        examples,
+        processor,
+        model,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=2,
+        state_balance_power=power,
     )
     ref_model, _ = tiny()
     batch = EpisodeCollator(examples, processor.tokenizer.pad_token_id)([{"index": i} for i in range(4)])
     with torch.no_grad():
         logits = ref_model(**{k: v for k, v in batch.items() if k != "labels"}).logits[:, :-1]
-    ref = focal_state_loss(logits, batch["labels"][:, 1:], state_token_ids(processor), gamma=2.0).loss.item()
+    labels = batch["labels"][:, 1:]
+    ref = focal_state_loss(logits, labels, state_token_ids(processor), gamma=2.0, balance_power=power).loss.item()
     trainer.train()
     assert losses(trainer)[0] == pytest.approx(ref, abs=1e-5)
+
+
+def test_balance_power_outside_0_1_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="state_balance_power: must be in"):
+        ProactiveSFTConfig(output_dir=str(tmp_path), state_balance_power=1.5, use_cpu=True, report_to=[])
 
 
 def test_resume_equivalence(tmp_path, toy):
