@@ -1,7 +1,7 @@
 """Focal + frequency-balanced SFT on the state tokens (docs/spec.md §3): the loss and the `SFTTrainer` subclass.
 
-- `focal_state_loss(logits, labels, state_token_ids, gamma=2.0, balance=True, counts=None)`: docs/spec.md §3 for one
-  micro-batch, normalised by the global counts of the optimizer step.
+- `focal_state_loss(logits, labels, state_token_ids, gamma=2.0, balance=True, balance_power=1.0, content_weight=1.0,
+  counts=None)`: docs/spec.md §3 for one micro-batch, normalised by the global counts of the optimizer step.
 - `ProactiveSFTTrainer`: `trl.SFTTrainer` with that loss, counts all-reduced over accumulation steps and ranks.
 """
 
