@@ -20,14 +20,9 @@ from proactive_rl.demo import pipeline
 from proactive_rl.demo.evaluation import evaluator_for
 from proactive_rl.demo.stages import generate_data, train_stage
 
-# where each stage starts in a demo folder (the grounding stage from the untrained model)
-_START = {
-    "grounding": "model",
-    "sft": "runs/grounding",
-    "grpo_streaming": "runs/sft",
-    "grpo_suggestion": "runs/grpo_streaming",
-}
 _TRAINER = {key: trainer for key, _, trainer, _ in pipeline.STAGES if trainer}
+# where each stage starts in a demo folder: the checkpoint of the trained stage before it (the first from the model)
+_START = dict(zip(_TRAINER, ["model", *(f"runs/{key}" for key in _TRAINER)]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -115,7 +115,7 @@ def focal_state_loss(
         if balance:
             # a class absent from the global batch never indexes its (zero) count
             per_class = torch.where(class_counts > 0, n_s / (k * class_counts.clamp(min=1)), torch.zeros_like(n_s))
-            per_class = per_class**balance_power if balance_power != 1.0 else per_class
+            per_class = per_class**balance_power  # pow(x, 1) = x exactly: β = 1 is P³I bit for bit
             bal = per_class[cls.clamp(min=0)]
         else:
             bal = torch.ones_like(ce)

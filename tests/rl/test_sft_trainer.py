@@ -126,9 +126,16 @@ def test_loss_is_the_spec_loss_of_the_global_batch(tmp_path, toy, power):
     assert losses(trainer)[0] == pytest.approx(ref, abs=1e-5)
 
 
-def test_balance_power_outside_0_1_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="state_balance_power: must be in"):
-        ProactiveSFTConfig(output_dir=str(tmp_path), state_balance_power=1.5, use_cpu=True, report_to=[])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("state_balance_power", 1.5, "state_balance_power: must be in"),
+        ("content_weight", 0.0, "content_weight: must be"),
+    ],
+)
+def test_loss_options_out_of_range_are_a_clear_error(tmp_path, field, value, message):
+    with pytest.raises(ValueError, match=message):
+        ProactiveSFTConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], **{field: value})
 
 
 def test_resume_equivalence(tmp_path, toy):
