@@ -82,6 +82,20 @@ def test_a_missing_trainer_is_not_run_and_grpo_needs_sft(fake_pipeline, monkeypa
     assert status["untrained"] == "ok"
 
 
+def test_only_trained_stages_are_played_on_swapped_frames(fake_pipeline, monkeypatch):
+    out, _ = fake_pipeline
+    seen = {}
+
+    def evaluate(checkpoint, data, settings, out, progress=True, label=""):
+        seen[label] = settings.counterfactual
+        return {**FAKE, "predictions": {}}
+
+    monkeypatch.setattr("proactive_rl.demo.evaluation.evaluate_stage", evaluate)
+    monkeypatch.setattr("proactive_rl.demo.evaluation.evaluate_grounding", evaluate)
+    demo.run_demo(out, DemoSettings(), progress=False)
+    assert seen == {"untrained": False, "grounding": True, "SFT": True, "suggestion GRPO": True}
+
+
 def test_stage_selection(fake_pipeline):
     out, calls = fake_pipeline
     summary = demo.run_demo(out, DemoSettings(), train_stages=("sft",), progress=False)
@@ -122,6 +136,22 @@ def test_derived_recipe_keeps_the_shipped_fields(tmp_path):
     assert path.read_text().startswith("# Written by `proactive-rl demo`")
 
 
+def test_sft_weights_reach_the_mixture_and_name_trained_tasks(tmp_path):
+    settings = DemoSettings()
+    mixture = stages.sft_overrides(settings, tmp_path, tmp_path / "model")["dataset_mixture"]
+    weights = {Path(m["source"]).name: m["weight"] for m in mixture}
+    assert weights == {
+        "episodes.accident.json": 1.0,
+        "episodes.atomic.json": 2.0,
+        "episodes.compositional.json": 1.0,
+        "episodes.pvqa.json": 0.5,
+    }
+    narrowed = replace(settings, sft_tasks=("compositional",))  # the default weights of other tasks go unused
+    assert len(stages.sft_overrides(narrowed, tmp_path, tmp_path / "model")["dataset_mixture"]) == 1
+    with pytest.raises(ValueError, match="sft_weights: atomc: not a task of the demo"):
+        stages.sft_overrides(replace(settings, sft_weights={"atomc": 2.0}), tmp_path, tmp_path / "model")
+
+
 def test_cli_parses_demo_flags():
     from proactive_rl.cli import build_parser
 
@@ -156,10 +186,10 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     for stage in [s for s in summary["stages"] if s["key"] != "grounding"]:
         assert set(stage["metrics"]) >= {"prs_u", "prs_b", "pauc", "acc", "ps", "accident/prs_b"}
         assert 0.0 <= stage["metrics"]["prs_b"] <= 100.0 and 0.0 <= stage["metrics"]["acc"] <= 100.0
-        # the blind row and the swapped frames, from the evaluators themselves
-        assert {"accident/blind_prs_b", "blind_prs_b", "blind_acc", "accident/prs_b_swap", "acc_swap"} <= set(
-            stage["metrics"]
-        )
+        # the blind row, from the evaluators themselves; the swapped frames for the trained stages only
+        assert {"accident/blind_prs_b", "blind_prs_b", "blind_acc"} <= set(stage["metrics"])
+        swapped = {"accident/prs_b_swap", "acc_swap"} & set(stage["metrics"])
+        assert swapped == (set() if stage["key"] == "untrained" else {"accident/prs_b_swap", "acc_swap"})
     text = (tmp_path / "report" / "README.md").read_text()
     assert report.BLIND_ROW in text and "accident PRS-B swap" in text
     assert any(name.startswith("blind schedule <= 65") for name in (d["direction"] for d in summary["directions"]))

@@ -155,9 +155,12 @@ def run_demo(
             sft_ok = sft_ok or key == "sft"
             say(f"{name}: trained in {stage['train_s']:.0f} s -> {checkpoint}")
         t0 = time.perf_counter()
+        # The untrained model is not played on swapped frames: a random init scores chance whatever it sees, and
+        # that run cost half of its evaluation (25 s of the demo's 15-minute budget).
+        looked_at = replace(settings, counterfactual=False) if trainer is None else settings
         try:
             evaluate = evaluator_for(key)
-            evaluated = evaluate(checkpoint, data, settings, out / "eval" / key, progress=progress, label=name)
+            evaluated = evaluate(checkpoint, data, looked_at, out / "eval" / key, progress=progress, label=name)
         except Exception as err:
             traceback.print_exc()
             stage["status"] = f"failed: evaluation: {type(err).__name__}: {err}"

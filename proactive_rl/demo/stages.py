@@ -17,7 +17,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from proactive_eval.episodes import load_episodes, save_episodes
-from proactive_rl.demo.settings import DemoSettings, suggestion_environments
+from proactive_rl.demo.settings import PAUC_TASK, TASKS, DemoSettings, suggestion_environments
 from proactive_rl.models import build_tiny
 from proactive_rl.shipped import shipped_path
 from proactive_rl.synthetic.captions import GROUNDING_TASK, grounding_episode
@@ -190,9 +190,16 @@ def grounding_overrides(settings: DemoSettings, data: Path, model: Path) -> dict
 
 
 def sft_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
+    known = (*TASKS, PAUC_TASK)  # a weight of a task SFT does not train is unused (``sft_tasks`` can be narrowed)
+    unknown = sorted(set(settings.sft_weights) - set(known))
+    if unknown:
+        raise ValueError(f"sft_weights: {', '.join(unknown)}: not a task of the demo ({', '.join(known)})")
     return {
         "model_name_or_path": str(model),
-        "dataset_mixture": [{"source": str(task_file(data, "train", t))} for t in settings.sft_tasks],
+        "dataset_mixture": [
+            {"source": str(task_file(data, "train", t)), "weight": settings.sft_weights.get(t, 1.0)}
+            for t in settings.sft_tasks
+        ],
         "save_strategy": "no",
         "seed": settings.seed,
         **settings.sft,
