@@ -1,5 +1,5 @@
-"""Streaming replay of the suggestion stage: the distillation term against a slow per-position reference (state
-decisions and response words weighing the same)."""
+"""Streaming replay of the suggestion stage: the distillation term against a slow per-position reference (silence
+decisions, response decisions and response words weighing the same)."""
 
 from __future__ import annotations
 
@@ -56,8 +56,8 @@ def test_replay_equals_a_slow_kl_over_the_supervised_positions(tiny, replay):
     with torch.no_grad():
         ref_logits = model(**batch).logits
         cur_logits = changed(**batch).logits
-    state_ids = {int(i) for i in replay.state_ids}
-    groups = {"state": [], "word": []}
+    silence_id, response_id = (int(i) for i in replay.state_ids)
+    groups = {silence_id: [], response_id: [], "word": []}
     for b in range(labels.shape[0]):
         for i in range(labels.shape[1] - 1):
             target = int(labels[b, i + 1])
@@ -66,7 +66,7 @@ def test_replay_equals_a_slow_kl_over_the_supervised_positions(tiny, replay):
             p = torch.softmax(ref_logits[b, i].double(), -1).tolist()
             q = torch.softmax(cur_logits[b, i].double(), -1).tolist()
             kl = sum(pi * (math.log(pi) - math.log(qi)) for pi, qi in zip(p, q) if pi > 0)
-            groups["state" if target in state_ids else "word"].append(kl)
-    assert groups["state"] and groups["word"]  # silence decisions and response words both present
-    expected = (sum(groups["state"]) / len(groups["state"]) + sum(groups["word"]) / len(groups["word"])) / 2
+            groups[target if target in groups else "word"].append(kl)
+    assert all(groups.values())  # silence decisions, response decisions and response words all present
+    expected = sum(sum(g) / len(g) for g in groups.values()) / 3
     assert fast == pytest.approx(expected, rel=1e-3, abs=1e-7)
