@@ -316,6 +316,19 @@ def test_report_shows_the_blind_row_first_and_the_vision_gain():
     assert report.looks_table(RUN) == "" and report.blind_stage(RUN) is None
 
 
+def test_report_shows_what_wrong_words_cost():
+    stages = [
+        _stage("sft", **{"accident/prs_b": 68.0, "accident/prs_b_timing": 91.5, "atomic/prs_b": 98.0}),
+        _stage("grpo_streaming", **{"accident/prs_b": 74.0, "accident/prs_b_timing": 93.0, "atomic/prs_b": 98.0}),
+    ]
+    table = report.timing_table(stages).splitlines()
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    assert head == ["stage", "accident PRS-B", "accident PRS-B timing", "accident PRS-B words cost"]  # atomic: none
+    assert [c.strip() for c in table[2].strip("|").split("|")] == ["sft", "68.00", "91.50", "23.50"]
+    assert [c.strip() for c in table[3].strip("|").split("|")] == ["grpo_streaming", "74.00", "93.00", "19.00"]
+    assert report.timing_table(RUN) == ""  # no timing scores: no table
+
+
 def test_the_demo_world_leaves_room_to_show_seeing():
     """On the episodes the demo scores, the blind schedule fitted on its training split stays at most 65 PRS-B
     on every streaming task, in seeds 0-2 (`make demo SEEDS=3`); the 10-14 s world of earlier demos scored 79-91."""

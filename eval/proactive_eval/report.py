@@ -101,9 +101,9 @@ def pauc_table(summary: dict[str, Any]) -> str:
 
 def prs_table(summary: dict[str, Any]) -> str:
     """Markdown PRS table: one row per task and an overall row (× 100; latency in seconds)."""
-    header = ["task", "coverage", "targets", "PRS-U", "PRS-B", "PRS-U no-pen.", "PRS-B no-pen."]
+    header = ["task", "coverage", "targets", "PRS-U", "PRS-B", "PRS-U no-pen.", "PRS-B no-pen.", "PRS-B timing"]
     header += ["resp/target (U)", "resp/target (B)", "median latency B (s)", "malformed", "content scorer"]
-    keys = ["num_targets", "prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "resp_per_target_u"]
+    keys = ["num_targets", "prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "prs_b_timing", "resp_per_target_u"]
     keys += ["resp_per_target_b", "median_latency_b", "malformed_outputs", "content_scorer"]
     rows = []
     for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:

@@ -84,7 +84,8 @@ def evaluate_stage(
     model_dir: Path, data: Path, settings: DemoSettings, out: Path, progress: bool = True, label: str = ""
 ) -> dict[str, Any]:
     """Evaluate the model saved in `model_dir` (`evaluate_model`: ``out/results.json``, one folder of reports per
-    evaluator); returns the metrics: ``{"<task>/prs_u", "<task>/prs_b", "prs_u", "prs_b", "pauc", "acc", "ps"}``
+    evaluator); returns the metrics: ``{"<task>/prs_u", "<task>/prs_b", "<task>/prs_b_timing", "prs_u", "prs_b", "pauc", "acc",
+    "ps"}``
     (× 100 except ps) plus ``"predictions"`` (episode id -> ``[(time, text)]``) for the timelines."""
     # deferred: keeps torch/transformers out of light import paths
     import torch
@@ -103,6 +104,7 @@ def evaluate_stage(
     for task in settings.prs_tasks:
         group = prs["groups"].get(task, {})
         metrics[f"{task}/prs_u"], metrics[f"{task}/prs_b"] = group.get("prs_u"), group.get("prs_b")
+        metrics[f"{task}/prs_b_timing"] = group.get("prs_b_timing")
     metrics["pauc"] = entries["pauc"]["metrics"].get("pauc_w0.5")
     metrics["acc"], metrics["ps"] = entries["mcqa"]["summary"]["acc"], entries["mcqa"]["summary"]["ps"]
     metrics.update(looks_metrics(entries))

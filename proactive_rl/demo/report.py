@@ -70,6 +70,29 @@ def looks_table(stages: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def timing_table(stages: list[dict[str, Any]]) -> str:
+    """Markdown: per stage and task, PRS-B, the timing-only PRS-B (every response's words counted right,
+    ``prs_b_timing``, docs/spec.md §4) and their difference, what wrong words cost. Empty without timing scores."""
+    tasks = [k.split("/")[0] for _, k in columns(stages) if k.endswith("/prs_b")]
+    ran = [s for s in stages if s.get("metrics")]
+    tasks = [t for t in tasks if any(s["metrics"].get(f"{t}/prs_b_timing") is not None for s in ran)]
+    if not tasks:
+        return ""
+    header = ["stage"] + [f"{t} PRS-B{what}" for t in tasks for what in ("", " timing", " words cost")]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    for stage in ran:
+        m, cells = stage["metrics"], []
+        for t in tasks:
+            scored, timing = m.get(f"{t}/prs_b"), m.get(f"{t}/prs_b_timing")
+            cost = timing - scored if scored is not None and timing is not None else None
+            cells += [_cell(scored), _cell(timing), _cell(cost)]
+        lines.append(f"| {stage['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _cell(value) -> str:
     return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
@@ -240,6 +263,18 @@ def write_report(
                 "",
             ]
             if looks_table(stages)
+            else []
+        ),
+        *(
+            [
+                "When versus what: each stage's PRS-B, the same with every response's words counted right (timing "
+                "only: when the model spoke, whatever it said; docs/spec.md §4), and the difference, what wrong words "
+                "cost (e.g. a warning on time in another task's words):",
+                "",
+                timing_table(stages),
+                "",
+            ]
+            if timing_table(stages)
             else []
         ),
         *(["What the demo should show (`proactive_rl/demo/checks.py`):", "", checks, ""] if checks else []),

@@ -40,7 +40,15 @@ from proactive_rl.streaming.batch import Batcher
 
 logger = logging.getLogger(__name__)
 
-_PRS_KEYS = ("prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "resp_per_target_b", "median_latency_b")
+_PRS_KEYS = (
+    "prs_u",
+    "prs_b",
+    "prs_u_nopenalty",
+    "prs_b_nopenalty",
+    "prs_b_timing",
+    "resp_per_target_b",
+    "median_latency_b",
+)
 
 
 JUDGE_CACHE_NAME = "judge_cache.sqlite"
@@ -221,8 +229,9 @@ class PRSEvaluator(_StreamingEvaluator):
             summary["judge_stats"] = judge.stats.as_dict()
         metrics = {k: summary["overall"][k] for k in _PRS_KEYS if summary["overall"].get(k) is not None}
         for task, stats in summary["groups"].items():
-            if stats.get("prs_b") is not None:
-                metrics[f"{task}/prs_b"] = stats["prs_b"]
+            for key in ("prs_b", "prs_b_timing"):
+                if stats.get(key) is not None:
+                    metrics[f"{task}/{key}"] = stats[key]
         self._coverage(results, "prs", metrics)
         looks_metrics, looks = prs_looks(self, episodes, predictions, self.counterfactual_runs, scorers)
         metrics.update(looks_metrics)

@@ -40,6 +40,40 @@ def test_hand_computed_prs_u_and_b():
     assert report.no_targets == ["x"]
 
 
+def test_timing_only_prs_b_counts_every_word_right():
+    # a warning on time in another task's words: PRS-B 0, timing-only 1; a late right one decays alike in both
+    wrong = Episode(id="w", task="accident", duration=60.0, instruction="warn", targets=[Target(20.0, "Warning")])
+    late = Episode(id="l", task="accident", duration=60.0, instruction="warn", targets=[Target(20.0, "Warning")])
+    report = score_prs([wrong, late], {"w": [(20.0, "A black square")], "l": [(22.0, "Warning"), (23.0, "x")]})
+    by_id = {e.episode_id: e.results for e in report.episodes}
+    assert by_id["w"]["B"].score == 0.0 and by_id["w"]["B_timing"].score == 1.0
+    assert by_id["l"]["B"].score == pytest.approx(E(-0.1) / 2)  # two responses on one target
+    assert by_id["l"]["B_timing"].score == pytest.approx(E(-0.1) / 2)  # the best is the same response
+    summary = report.summary()["groups"]["accident"]
+    assert summary["prs_b_timing"] == pytest.approx(100 * (1.0 + E(-0.1) / 2) / 2, abs=1e-4)
+
+
+def test_timing_only_prs_b_equals_prs_b_with_the_targets_words():
+    """Independent reference: on one-target episodes, timing-only PRS-B is PRS-B after every response's text is
+    replaced by the target's (random times, texts and response counts)."""
+    import random
+
+    rng = random.Random(0)
+    episodes, preds, rewritten = [], {}, {}
+    for i in range(200):
+        target = Target(rng.uniform(0, 60), rng.choice(["Warning", "1", "end"]))
+        episodes.append(Episode(id=f"e{i}", task="accident", duration=60.0, instruction="warn", targets=[target]))
+        responses = [
+            (rng.uniform(0, 60), rng.choice(["Warning", "1", "A black square"])) for _ in range(rng.randint(0, 3))
+        ]
+        preds[f"e{i}"] = responses
+        rewritten[f"e{i}"] = [(t, target.text) for t, _ in responses]
+    timing = {e.episode_id: e.results["B_timing"].score for e in score_prs(episodes, preds).episodes}
+    reference = {e.episode_id: e.results["B"].score for e in score_prs(episodes, rewritten).episodes}
+    assert timing == pytest.approx(reference)
+    assert sum(timing.values()) > sum(e.results["B"].score for e in score_prs(episodes, preds).episodes)
+
+
 def test_benchmark_tables_per_task_and_overall():
     summary = score_prs(_episodes(), PREDS).summary()
     prs_b_c1 = (E(-0.05) / 2 + E(-0.45)) / 2

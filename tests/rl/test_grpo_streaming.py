@@ -75,6 +75,18 @@ def test_windows_reject_bad_knobs_and_unknown_tasks():
         build_windows([], tasks=["pvqa"])
 
 
+def test_windows_say_which_episodes_no_reward_trains(caplog):
+    acc, pvqa = episode("accident", 30.0, [Target(20.0, "Warning")]), episode("pvqa", 30.0, [Target(9.0, "A cat.")])
+    with caplog.at_level("WARNING", logger="proactive_rl.grpo.streaming.windows"):
+        windows = build_windows([acc, pvqa, pvqa])
+    assert [w.task for w in windows] == ["accident"]
+    assert "left out 2 pvqa episode(s): no trajectory reward" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="proactive_rl.grpo.streaming.windows"):
+        assert [w.task for w in build_windows([acc, pvqa], tasks=["accident"])] == ["accident"]
+    assert "left out 1 pvqa episode(s): not in `tasks`" in caplog.text
+
+
 # --------------------------------------------------------------------------- rollouts
 
 

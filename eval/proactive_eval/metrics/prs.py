@@ -1,7 +1,9 @@
 """Benchmark PRS-U / PRS-B (docs/spec.md §4, P³I §4), computed by the same scorer the rewards use.
 
 Each episode is scored by `proactive_rewards.prs_score` (one scorer for reward and benchmark)
-in both matching modes, with and without the redundancy penalty. Benchmark PRS = 100 × the mean of the
+in both matching modes, with and without the redundancy penalty, and once more in B mode with every response's words
+counted right (``prs_b_timing``: *when* the model spoke, whatever it said; its gap to ``prs_b`` is what wrong words
+cost, docs/spec.md §4). Benchmark PRS = 100 × the mean of the
 episode scores, per task and overall. Also reported: responses per target (the mean ``|O_i|``), the
 median latency ``t_j - τ_i`` of each target's best-scoring matched response, the malformed outputs (docs/spec.md
 §13: counted in ``|O_i|``, credited 0, as in the rewards) and the content scorer behind each task's numbers
@@ -26,6 +28,13 @@ logger = logging.getLogger(__name__)
 
 #: result key → (matching mode, redundancy penalty)
 VARIANTS = {"U": ("U", True), "B": ("B", True), "U_nopenalty": ("U", False), "B_nopenalty": ("B", False)}
+#: result key → matching mode, redundancy penalty on, every response's content scored 1 (timing only)
+TIMING_VARIANTS = {"B_timing": "B"}
+
+
+def any_words(response_text: str, target_text: str) -> float:
+    """The content score of a timing-only PRS: every response's words count as right."""
+    return 1.0
 
 
 @dataclass
@@ -71,7 +80,7 @@ class PRSReport:
         out: dict[str, Any] = {"num_episodes": len(episodes)}
         names = sorted({self.scorers.get(e.group, "exact_match") for e in episodes})
         out["content_scorer"] = " + ".join(names) if names else None
-        for key in VARIANTS:
+        for key in (*VARIANTS, *TIMING_VARIANTS):
             scores = [e.results[key].score for e in episodes]
             out[f"prs_{key.lower()}"] = round(100 * sum(scores) / len(scores), 4) if scores else 0.0
         for mode in ("U", "B"):
@@ -89,7 +98,7 @@ class PRSReport:
 
     def summary(self) -> dict[str, Any]:
         """``{"overall": {...}, "groups": {task: {...}}}``: ``prs_u``, ``prs_b``, ``prs_u_nopenalty``,
-        ``prs_b_nopenalty`` (× 100), ``resp_per_target_{u,b}``, ``median_latency_{u,b}`` (seconds)."""
+        ``prs_b_nopenalty``, ``prs_b_timing`` (× 100), ``resp_per_target_{u,b}``, ``median_latency_{u,b}`` (seconds)."""
         groups: dict[str, list[EpisodePRS]] = defaultdict(list)
         for e in self.episodes:
             groups[e.group].append(e)
@@ -153,6 +162,8 @@ def score_prs(
             )
             for key, (mode, penalty) in VARIANTS.items()
         }
+        for key, mode in TIMING_VARIANTS.items():
+            results[key] = prs_score(responses, episode.targets, mode=mode, alpha=alpha, content_scorer=any_words)
         group = episode_group(episode)
         report.episodes.append(EpisodePRS(episode.id, group, results))
         report.scorers[group] = scorer_name(scorer_of(episode))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -111,9 +112,10 @@ def build_windows(
             f"tasks: no streaming-GRPO reward for {sorted(unknown)}; expected some of {sorted(rewarded)} "
             f"(a task's reward is its TaskSpec.reward, see proactive_rewards.register_task)"
         )
-    windows, skipped = [], 0
+    windows, skipped, left_out = [], 0, Counter()
     for episode in episodes:
         if episode.task not in keep:
+            left_out[episode.task] += 1
             continue
         if not episode.targets:
             skipped += 1
@@ -121,6 +123,13 @@ def build_windows(
         windows.extend(_episode_windows(episode, lead_s, tail_s, max_window_s, prefix_s))
     if skipped:
         logger.info("build_windows: %d episode(s) without targets give no window", skipped)
+    if left_out:  # e.g. pvqa episodes in a mixture: no reward scores them, so no window trains them
+        why = "not in `tasks`" if tasks is not None else "no trajectory reward (TaskSpec.reward)"
+        logger.warning(
+            "build_windows: left out %s: %s",
+            ", ".join(f"{n} {task} episode(s)" for task, n in sorted(left_out.items())),
+            why,
+        )
     return windows
 
 
