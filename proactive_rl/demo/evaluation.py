@@ -84,9 +84,8 @@ def evaluate_stage(
     model_dir: Path, data: Path, settings: DemoSettings, out: Path, progress: bool = True, label: str = ""
 ) -> dict[str, Any]:
     """Evaluate the model saved in `model_dir` (`evaluate_model`: ``out/results.json``, one folder of reports per
-    evaluator); returns the metrics: ``{"<task>/prs_u", "<task>/prs_b", "<task>/prs_b_timing", "prs_u", "prs_b", "pauc", "acc",
-    "ps"}``
-    (× 100 except ps) plus ``"predictions"`` (episode id -> ``[(time, text)]``) for the timelines."""
+    evaluator); returns the metrics: ``{"<task>/prs_u", "<task>/prs_b", "<task>/prs_b_timing", "prs_u", "prs_b",
+    "pauc", "acc", "ps"}`` (× 100 except ps) plus ``"predictions"`` (episode id -> ``[(time, text)]``) for the timelines."""
     # deferred: keeps torch/transformers out of light import paths
     import torch
 

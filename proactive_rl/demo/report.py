@@ -231,6 +231,7 @@ def write_report(
     files = {"stages_plot": plot_stages(with_blind(stages), report / "metrics_by_stage.png")}
     for episode in timeline_episodes:
         files[f"timeline_{episode.id}"] = plot_timeline(episode, stages, report / f"timeline_{episode.id}.png")
+    looks, timing = looks_table(stages), timing_table(stages)
     lines = [
         "# proactive-rl demo report",
         "",
@@ -259,10 +260,10 @@ def write_report(
                 "frames swapped for another held-out episode's of the same task (instruction, targets and times "
                 "unchanged), and the difference (vision gain):",
                 "",
-                looks_table(stages),
+                looks,
                 "",
             ]
-            if looks_table(stages)
+            if looks
             else []
         ),
         *(
@@ -271,10 +272,10 @@ def write_report(
                 "only: when the model spoke, whatever it said; docs/spec.md §4), and the difference, what wrong words "
                 "cost (e.g. a warning on time in another task's words):",
                 "",
-                timing_table(stages),
+                timing,
                 "",
             ]
-            if timing_table(stages)
+            if timing
             else []
         ),
         *(["What the demo should show (`proactive_rl/demo/checks.py`):", "", checks, ""] if checks else []),

@@ -26,10 +26,14 @@ from proactive_rewards.temporal import prs_score
 
 logger = logging.getLogger(__name__)
 
-#: result key → (matching mode, redundancy penalty)
-VARIANTS = {"U": ("U", True), "B": ("B", True), "U_nopenalty": ("U", False), "B_nopenalty": ("B", False)}
-#: result key → matching mode, redundancy penalty on, every response's content scored 1 (timing only)
-TIMING_VARIANTS = {"B_timing": "B"}
+#: result key → (matching mode, redundancy penalty, timing only: every response's content scored 1)
+VARIANTS = {
+    "U": ("U", True, False),
+    "B": ("B", True, False),
+    "U_nopenalty": ("U", False, False),
+    "B_nopenalty": ("B", False, False),
+    "B_timing": ("B", True, True),
+}
 
 
 def any_words(response_text: str, target_text: str) -> float:
@@ -80,7 +84,7 @@ class PRSReport:
         out: dict[str, Any] = {"num_episodes": len(episodes)}
         names = sorted({self.scorers.get(e.group, "exact_match") for e in episodes})
         out["content_scorer"] = " + ".join(names) if names else None
-        for key in (*VARIANTS, *TIMING_VARIANTS):
+        for key in VARIANTS:
             scores = [e.results[key].score for e in episodes]
             out[f"prs_{key.lower()}"] = round(100 * sum(scores) / len(scores), 4) if scores else 0.0
         for mode in ("U", "B"):
@@ -158,12 +162,15 @@ def score_prs(
         responses = predictions.get(episode.id, [])
         results = {
             key: prs_score(
-                responses, episode.targets, mode=mode, alpha=alpha, content_scorer=scorer, redundancy=penalty
+                responses,
+                episode.targets,
+                mode=mode,
+                alpha=alpha,
+                content_scorer=any_words if timing else scorer,
+                redundancy=penalty,
             )
-            for key, (mode, penalty) in VARIANTS.items()
+            for key, (mode, penalty, timing) in VARIANTS.items()
         }
-        for key, mode in TIMING_VARIANTS.items():
-            results[key] = prs_score(responses, episode.targets, mode=mode, alpha=alpha, content_scorer=any_words)
         group = episode_group(episode)
         report.episodes.append(EpisodePRS(episode.id, group, results))
         report.scorers[group] = scorer_name(scorer_of(episode))
