@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from proactive_eval.episodes import load_episodes
 from proactive_rl import demo
 from proactive_rl.demo import pipeline, report, stages
 from proactive_rl.demo.settings import DemoSettings, quick
@@ -146,6 +147,11 @@ def test_sft_weights_reach_the_mixture_and_name_trained_tasks(tmp_path):
         "episodes.compositional.json": 1.0,
         "episodes.pvqa.json": 0.5,
     }
+    contrast = replace(settings, contrast_tasks=("accident",), sft_weights={"pvqa_contrast": 0.5})
+    mixture = stages.sft_overrides(contrast, tmp_path, tmp_path / "model")["dataset_mixture"]
+    assert {Path(m["source"]).name: m["weight"] for m in mixture}["episodes.pvqa_contrast.json"] == 0.5
+    with pytest.raises(ValueError, match="contrast_tasks: pvqa: not a streaming task"):
+        stages.sft_overrides(replace(settings, contrast_tasks=("pvqa",)), tmp_path, tmp_path / "model")
     narrowed = replace(settings, sft_tasks=("compositional",))  # the default weights of other tasks go unused
     assert len(stages.sft_overrides(narrowed, tmp_path, tmp_path / "model")["dataset_mixture"]) == 1
     with pytest.raises(ValueError, match="sft_weights: atomc: not a task of the demo"):
@@ -168,6 +174,7 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
         eval_pauc_episodes=2,
         eval_envs=2,
         max_new_tokens=3,
+        contrast_tasks=("accident",),
         sft={"max_steps": 2},
         grounding={"max_steps": 2, "max_length": 2048},
         grpo_streaming={"max_steps": 1, "per_device_train_batch_size": 4},
@@ -197,6 +204,9 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
         assert (tmp_path / "report" / name).stat().st_size > 0
     assert list((tmp_path / "report").glob("timeline_*.png"))
     assert (tmp_path / "recipes" / "grpo_streaming.yaml").is_file()
+    contrast = load_episodes(stages.task_file(tmp_path / "data", "train", "pvqa_contrast"))
+    assert contrast and {(e.task, e.meta["asked_of"]) for e in contrast} == {("pvqa", "accident")}
+    assert "episodes.pvqa_contrast.json" in (tmp_path / "recipes" / "sft.yaml").read_text()
     assert (tmp_path / "eval" / "sft" / "prs" / "report.md").is_file()
     capsys.readouterr()
     stages.build_model(tmp_path, settings)

@@ -20,6 +20,8 @@ TASKS = ("accident", "atomic", "compositional")
 PAUC_TASK = "pvqa"
 # The streaming tasks every stage trains and the table scores: one of each kind of the PRS tasks (docs/spec.md §10).
 STREAMING_TASKS = ("accident", "atomic", "compositional")
+# The contrast episodes' task file (``episodes.pvqa_contrast.json``): trained, never scored (`contrast_tasks`).
+CONTRAST = "pvqa_contrast"
 # The ask-for-help environments: the kind and difficulty knobs of the tiny suggestion recipe's training environments
 # (read from recipes/tiny/grpo_suggestion.yaml, so the held-out split the demo writes always matches what that stage
 # trains on): the "merge" corruption, whose states have an exact best-guess accuracy, so that a randomly initialised
@@ -76,6 +78,12 @@ class DemoSettings:
             a task not named: 1): the count episodes twice and half of the pvqa ones. With every weight 1 the xs
             model answered the counts with pvqa's words in two of three seeds (atomic PRS-B 0.0); with these, 80-85
             in every seed (benchmarks/RESULTS.md, "SFT across seeds").
+        contrast_tasks (`tuple`): the streaming tasks whose training episodes focal SFT also sees asked the pvqa
+            question (`proactive_rl.synthetic.contrast`: the same video, a turn per object that comes into view), so
+            that the words follow the instruction and not the frames; mixture weight ``sft_weights["pvqa_contrast"]``
+            (default 1). Empty (the default): none. With ``("accident",)`` seed 0's accident warnings all became
+            "Warning" but came twice, and neither SFT nor streaming GRPO beat the demo without them
+            (benchmarks/RESULTS.md, "contrast episodes").
         grounding_tasks (`tuple`): the streaming tasks whose training episodes the grounding stage captions frame by
             frame (`proactive_rl.synthetic.captions`: the objects on screen, which are near each other, the tank's
             state), trained with the SFT recipe before the proactive SFT; empty: no grounding stage.
@@ -131,6 +139,7 @@ class DemoSettings:
     prs_tasks: tuple = STREAMING_TASKS
     sft_tasks: tuple = (*STREAMING_TASKS, PAUC_TASK)
     sft_weights: dict[str, float] = field(default_factory=lambda: {"atomic": 2.0, PAUC_TASK: 0.5})
+    contrast_tasks: tuple = ()
     grounding_tasks: tuple = STREAMING_TASKS
     grounding: dict[str, Any] = field(
         default_factory=lambda: {"max_steps": 200, "max_length": 2048, "learning_rate": 6.0e-3, "warmup_steps": 3}

@@ -17,10 +17,11 @@ import yaml
 from tqdm.auto import tqdm
 
 from proactive_eval.episodes import load_episodes, save_episodes
-from proactive_rl.demo.settings import PAUC_TASK, TASKS, DemoSettings, suggestion_environments
+from proactive_rl.demo.settings import CONTRAST, PAUC_TASK, TASKS, DemoSettings, suggestion_environments
 from proactive_rl.models import build_tiny
 from proactive_rl.shipped import shipped_path
 from proactive_rl.synthetic.captions import GROUNDING_TASK, grounding_episode
+from proactive_rl.synthetic.contrast import pvqa_episode
 from proactive_rl.synthetic.environments import make_environments
 from proactive_rl.synthetic.export import SPLITS, export_dataset, export_environments, split_seed, split_sizes
 from proactive_rl.trainers import TRAINERS, trainer_module
@@ -104,6 +105,9 @@ def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> P
         # the grounding stage's episodes: the same videos, every frame answered with what is on screen
         grounded = [grounding_episode(e) for e in episodes if e.task in settings.grounding_tasks]
         save_episodes(task_file(data, split, GROUNDING_TASK), grounded)
+        if settings.contrast_tasks:  # the same videos asked the pvqa question (settings: contrast_tasks)
+            contrast = [pvqa_episode(e) for e in episodes if e.task in settings.contrast_tasks]
+            save_episodes(task_file(data, split, CONTRAST), contrast)
     return data
 
 
@@ -190,15 +194,19 @@ def grounding_overrides(settings: DemoSettings, data: Path, model: Path) -> dict
 
 
 def sft_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
-    known = (*TASKS, PAUC_TASK)  # a weight of a task SFT does not train is unused (``sft_tasks`` can be narrowed)
+    # a weight of a task SFT does not train is unused (``sft_tasks`` can be narrowed)
+    known = (*TASKS, PAUC_TASK, CONTRAST)
     unknown = sorted(set(settings.sft_weights) - set(known))
     if unknown:
         raise ValueError(f"sft_weights: {', '.join(unknown)}: not a task of the demo ({', '.join(known)})")
+    unknown = sorted(set(settings.contrast_tasks) - set(TASKS))
+    if unknown:
+        raise ValueError(f"contrast_tasks: {', '.join(unknown)}: not a streaming task ({', '.join(TASKS)})")
+    tasks = (*settings.sft_tasks, CONTRAST) if settings.contrast_tasks else settings.sft_tasks
     return {
         "model_name_or_path": str(model),
         "dataset_mixture": [
-            {"source": str(task_file(data, "train", t)), "weight": settings.sft_weights.get(t, 1.0)}
-            for t in settings.sft_tasks
+            {"source": str(task_file(data, "train", t)), "weight": settings.sft_weights.get(t, 1.0)} for t in tasks
         ],
         "save_strategy": "no",
         "seed": settings.seed,

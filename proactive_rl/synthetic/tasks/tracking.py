@@ -16,6 +16,7 @@ from proactive_rl.synthetic.tasks.common import Knobs, Scenario, Stage, a_an, ta
 from proactive_rl.synthetic.world import PALETTE, sprite
 
 SIDES = ("left", "right", "top", "bottom")
+PVQA_QUESTION = "Tell me whenever a new shape appears: what colour and shape is it?"
 
 
 def make_object(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenario:
@@ -49,8 +50,7 @@ def make_pvqa(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenario:
         sprites.append(sprite(shape, colour, st.radius(), st.wander(t, end), span=[t, end]))
         answer = f"{a_an(colour).capitalize()} {shape} appears."
         targets.append(target(t, answer, knobs.fps, window=(t, min(t + reply, steps - 1)), related=(t, end)))
-    question = "Tell me whenever a new shape appears: what colour and shape is it?"
-    return Scenario(steps, sprites, targets, question, {"question": question})
+    return Scenario(steps, sprites, targets, PVQA_QUESTION, {"question": PVQA_QUESTION})
 
 
 def _leaver(st: Stage, shape: str, colour: str, gone: int, side: str) -> dict:
