@@ -82,8 +82,8 @@ class DemoSettings:
             question (`proactive_rl.synthetic.contrast`: the same video, a turn per object that comes into view), so
             that the words follow the instruction and not the frames; mixture weight ``sft_weights["pvqa_contrast"]``
             (default 1). Empty (the default): none. With ``("accident",)`` seed 0's accident warnings all became
-            "Warning" but came twice, and neither SFT nor streaming GRPO beat the demo without them
-            (benchmarks/RESULTS.md, "contrast episodes").
+            "Warning" but came twice or early: SFT mean PRS-B 3-20 points below the demo's, streaming GRPO's within
+            -4.5..+0.7 of it (benchmarks/RESULTS.md, "contrast episodes").
         grounding_tasks (`tuple`): the streaming tasks whose training episodes the grounding stage captions frame by
             frame (`proactive_rl.synthetic.captions`: the objects on screen, which are near each other, the tank's
             state), trained with the SFT recipe before the proactive SFT; empty: no grounding stage.
