@@ -22,7 +22,8 @@ from proactive_eval.episodes import Episode
 from proactive_eval.video import sample_times
 from proactive_rewards import Target, TaskSpec, register_task
 from proactive_rewards.task_table import list_tasks
-from proactive_rl.synthetic.world import level, position, visible
+from proactive_rl.synthetic.generate import episode_scene
+from proactive_rl.synthetic.world import SCENERY, level, position, visible
 
 GROUNDING_TASK = "caption"
 # Free-text content (token-F1 in PRS), no reward: a training and evaluation task of the synthetic world, registered
@@ -34,7 +35,6 @@ INSTRUCTION = "Say what is on screen at every frame: the objects, which are near
 # Two objects are "near" when their centres are closer than this many times the sum of their radii: at the
 # accident task's warning step the ratio is 1.6-2.0 (5th-95th percentile), one step earlier 2.0-2.4.
 NEAR = 2.0
-_SCENERY = ("bar", "board", "ring")
 
 
 def caption(scene: dict, step: float) -> str:
@@ -46,7 +46,7 @@ def caption(scene: dict, step: float) -> str:
         if sprite["shape"] == "bar":
             fill = level(sprite["fill"], step) if "fill" in sprite else 1.0
             parts.append("tank " + ("empty" if fill <= 1e-3 else "full" if fill >= 1 - 1e-3 else "filling"))
-        elif sprite["shape"] not in _SCENERY:
+        elif sprite["shape"] not in SCENERY:
             objects.append((sprite["color"], sprite["shape"], *position(sprite["track"], step), sprite["radius"]))
     objects.sort()
     words = [f"{c} {s}" for c, s, *_ in objects]
@@ -61,9 +61,7 @@ def _near(a: tuple, b: tuple) -> bool:
 
 def grounding_episode(episode: Episode) -> Episode:
     """`episode` with one target per decision frame, its caption, and the grounding instruction (same video)."""
-    scene = (episode.meta or {}).get("scene")
-    if not isinstance(scene, dict) or "sprites" not in scene:
-        raise ValueError(f"episode {episode.id!r}: meta has no synthetic scene (field 'meta.scene'); cannot caption")
+    scene = episode_scene(episode, "caption")
     scene_fps = float(scene.get("fps", 1.0))
     targets = [Target(t, caption(scene, t * scene_fps)) for t in sample_times(episode.duration, episode.fps)]
     return dataclasses.replace(

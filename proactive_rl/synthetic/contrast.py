@@ -22,12 +22,11 @@ import dataclasses
 from proactive_eval.episodes import Episode
 from proactive_eval.video import sample_times
 from proactive_rewards import Target
-from proactive_rl.synthetic.tasks.common import a_an
-from proactive_rl.synthetic.tasks.tracking import PVQA_QUESTION
-from proactive_rl.synthetic.world import position, visible
+from proactive_rl.synthetic.generate import episode_scene
+from proactive_rl.synthetic.tasks.tracking import PVQA_QUESTION, pvqa_answer
+from proactive_rl.synthetic.world import SCENERY, position, visible
 
 CONTRAST_TASK = "pvqa"
-_SCENERY = ("bar", "board", "ring")
 
 
 def in_view(sprite: dict, step: float, size: float) -> bool:
@@ -41,15 +40,13 @@ def in_view(sprite: dict, step: float, size: float) -> bool:
 
 def pvqa_episode(episode: Episode) -> Episode:
     """`episode`'s video with the pvqa question: a turn per object that comes into view (not those at frame 0)."""
-    scene = (episode.meta or {}).get("scene")
-    if not isinstance(scene, dict) or "sprites" not in scene:
-        raise ValueError(f"episode {episode.id!r}: meta has no synthetic scene (field 'meta.scene'); cannot relabel")
+    scene = episode_scene(episode, "relabel")
     scene_fps, size = float(scene.get("fps", 1.0)), float(scene["size"])
     times = sample_times(episode.duration, episode.fps)
     reply = float((episode.meta.get("knobs") or {}).get("event_duration", 3)) / scene_fps
     arrivals = []  # (first frame in view, colour, shape, first frame out of view after it)
     for sprite in scene["sprites"]:
-        if sprite["shape"] in _SCENERY:
+        if sprite["shape"] in SCENERY:
             continue
         shown = [in_view(sprite, t * scene_fps, size) for t in times]
         if shown[0] or not any(shown):
@@ -63,8 +60,7 @@ def pvqa_episode(episode: Episode) -> Episode:
         if k >= len(times) - 1:  # the last frame leaves no reply span (pvqa's own arrivals end a frame earlier)
             break
         free, t = k + 1, times[k]
-        text = f"{a_an(colour).capitalize()} {shape} appears."
-        targets.append(Target(t, text, (t, min(t + reply, times[-1])), (times[first], gone)))
+        targets.append(Target(t, pvqa_answer(colour, shape), (t, min(t + reply, times[-1])), (times[first], gone)))
     return dataclasses.replace(
         episode,
         id=f"{episode.id}_pvqa",

@@ -76,6 +76,14 @@ def _one(task: str, index: int, seed: int, kn: Knobs) -> Episode:
     )
 
 
+def episode_scene(episode: Episode, action: str) -> dict:
+    """The synthetic scene of `episode` (``meta["scene"]``); a clear error naming the episode when it has none."""
+    scene = (episode.meta or {}).get("scene")
+    if not isinstance(scene, dict) or "sprites" not in scene:
+        raise ValueError(f"episode {episode.id!r}: meta has no synthetic scene (field 'meta.scene'); cannot {action}")
+    return scene
+
+
 def render_frames(episode: Episode, fps: float | None = None) -> list[tuple[float, np.ndarray]]:
     """The frames of a synthetic episode at its decision times, as ``(time, H×W×3 uint8)`` pairs.
 
@@ -83,9 +91,7 @@ def render_frames(episode: Episode, fps: float | None = None) -> list[tuple[floa
         episode (`Episode`): a generated episode (or one loaded from JSON) with ``meta["scene"]``.
         fps (`float`, *optional*): sampling rate; defaults to the episode's `fps`.
     """
-    scene = (episode.meta or {}).get("scene")
-    if not isinstance(scene, dict) or "sprites" not in scene:
-        raise ValueError(f"episode {episode.id!r}: meta has no synthetic scene (field 'meta.scene'); cannot render")
+    scene = episode_scene(episode, "render")
     scene_fps = float(scene.get("fps", 1.0))
     out = []
     for t in sample_times(episode.duration, float(fps or episode.fps)):

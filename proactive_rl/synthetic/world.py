@@ -34,7 +34,7 @@ FLASH = (255, 255, 255)
 BACKGROUND = (235, 235, 235)
 SHAPES = ("circle", "square", "triangle", "diamond")
 # Shapes used as scenery rather than characters.
-_SCENERY = ("ring", "bar", "board")
+SCENERY = ("ring", "bar", "board")
 
 
 def position(track: list, t: float) -> tuple[float, float]:
@@ -81,7 +81,7 @@ def shape_mask(shape: str, cx: float, cy: float, radius: float, size: int, yy=No
     if shape == "ring":
         d2 = dx * dx + dy * dy
         return (d2 <= radius * radius) & (d2 >= (radius - 1.5) ** 2)
-    raise ValueError(f"unknown shape {shape!r}; expected one of {', '.join(SHAPES + _SCENERY)}")
+    raise ValueError(f"unknown shape {shape!r}; expected one of {', '.join(SHAPES + SCENERY)}")
 
 
 def rgb(color) -> np.ndarray:

@@ -48,9 +48,15 @@ def make_pvqa(rng: np.random.Generator, knobs: Knobs, steps: int) -> Scenario:
         shape, colour = st.shape(), st.colour()
         end = min(t + stay, steps)
         sprites.append(sprite(shape, colour, st.radius(), st.wander(t, end), span=[t, end]))
-        answer = f"{a_an(colour).capitalize()} {shape} appears."
-        targets.append(target(t, answer, knobs.fps, window=(t, min(t + reply, steps - 1)), related=(t, end)))
+        targets.append(
+            target(t, pvqa_answer(colour, shape), knobs.fps, window=(t, min(t + reply, steps - 1)), related=(t, end))
+        )
     return Scenario(steps, sprites, targets, PVQA_QUESTION, {"question": PVQA_QUESTION})
+
+
+def pvqa_answer(colour: str, shape: str) -> str:
+    """The pvqa answer for a new object: ``A red circle appears.``"""
+    return f"{a_an(colour).capitalize()} {shape} appears."
 
 
 def _leaver(st: Stage, shape: str, colour: str, gone: int, side: str) -> dict:
