@@ -15,6 +15,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+# argparse only (the evaluation package, which runs them, loads transformers)
+from proactive_rl.eval_cli import add_arguments as add_eval_arguments
+
 # --- synth -------------------------------------------------------------------------------------------
 
 
@@ -117,13 +120,6 @@ def _run_synth(args: argparse.Namespace) -> int:
 # --- eval (proactive_rl.evaluation.command) ----------------------------------------------------------------------
 
 
-def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    # deferred: keeps --help / light imports fast
-    from proactive_rl.evaluation.command import add_arguments  # light: argparse only at import
-
-    add_arguments(parser)
-
-
 def _run_eval(args: argparse.Namespace) -> int:
     # deferred: keeps --help / light imports fast
     from proactive_rl.evaluation.command import run
@@ -149,7 +145,7 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "synth": ("write the synthetic world (mp4 + episodes JSON + MCQA JSONL)", _add_synth_arguments, _run_synth),
     "train": ("train a model (SFT / GRPO) from a YAML recipe", _no_arguments, _placeholder("train")),
-    "eval": ("evaluate a model, or each checkpoint of a run as it appears", _add_eval_arguments, _run_eval),
+    "eval": ("evaluate a model, or each checkpoint of a run as it appears", add_eval_arguments, _run_eval),
     "recipes": (
         "list the shipped recipes and launch configs (ls), or copy one out to edit (cp tiny/sft.yaml my_sft.yaml)",
         lambda parser: __import__("proactive_rl.recipes_cli", fromlist=["add_arguments"]).add_arguments(parser),

@@ -33,3 +33,24 @@ def test_trainer_defaults_to_sft_and_unknown_names_are_listed(tmp_path):
 def test_missing_recipe_file_is_named(tmp_path):
     with pytest.raises(MissingInput, match="nope.yaml: no such file here and no shipped recipe of that name"):
         recipe_trainer(["--config", str(tmp_path / "nope.yaml")])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"], ["demo", "--help"], ["synth", "--help"]])
+def test_help_imports_no_training_stack(argv):
+    """`proactive-rl --help` and every sub-command's help print without importing torch or transformers."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from proactive_rl.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        "print('torch' in sys.modules, 'transformers' in sys.modules, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "usage: proactive-rl" in out.stdout
+    assert out.stderr.strip().splitlines()[-1] == "False False", out.stderr[-2000:]

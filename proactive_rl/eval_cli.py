@@ -1,0 +1,35 @@
+"""The flags of `proactive-rl eval` (`proactive_rl.evaluation.command` runs them).
+
+Apart from the evaluation package, whose import loads transformers and the evaluators: ``proactive-rl --help``
+and ``proactive-rl eval --help`` import argparse only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--model", help="a checkpoint directory, a hub id, or tiny:<arch>:<size>")
+    target.add_argument("--watch", metavar="OUTPUT_DIR", help="a training output_dir: evaluate each new checkpoint-N")
+    parser.add_argument(
+        "--config", required=True, help="a recipe YAML with an eval_callback block (or a YAML with that block alone)"
+    )
+    parser.add_argument("--out", help="output folder (default: <model>/eval, or <OUTPUT_DIR>/eval_watch)")
+    parser.add_argument("--dtype", default=None, help="model dtype: float32, bfloat16, float16, auto (default: auto)")
+    parser.add_argument("--report_to", default="none", help="comma-separated: wandb, tensorboard, trackio, or none")
+    parser.add_argument("--no-plots", action="store_true", help="no report / leaderboard plots")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="--model: replay every episode (default: reuse those a previous run on this checkpoint finished in --out)",
+    )
+    watch = parser.add_argument_group("watching (--watch)")
+    watch.add_argument("--poll", type=float, default=30.0, help="seconds between scans (default: 30)")
+    watch.add_argument(
+        "--settle", type=float, default=10.0, help="seconds a checkpoint's files must stay unchanged (default: 10)"
+    )
+    watch.add_argument("--once", action="store_true", help="evaluate the checkpoints there now, then exit")
+    watch.add_argument("--follow", action="store_true", help="keep watching after the run has finished")
+    watch.add_argument("--max-idle", type=float, default=None, help="exit after this many seconds with nothing new")
