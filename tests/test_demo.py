@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from proactive_eval.episodes import load_episodes
 from proactive_rl import demo
@@ -158,6 +159,19 @@ def test_sft_weights_reach_the_mixture_and_name_trained_tasks(tmp_path):
         stages.sft_overrides(replace(settings, sft_weights={"atomc": 2.0}), tmp_path, tmp_path / "model")
 
 
+def test_grpo_replay_tasks_reach_the_streaming_grpo_recipe(tmp_path):
+    settings = DemoSettings()
+    assert stages.grpo_streaming_overrides(settings, tmp_path, tmp_path / "model")["replay_mixture"] is None
+    replayed = replace(settings, grpo_replay_tasks=("pvqa",), grpo_streaming={"replay_coef": 3.0})
+    overrides = stages.grpo_streaming_overrides(replayed, tmp_path, tmp_path / "model")
+    assert [Path(m["source"]).name for m in overrides["replay_mixture"]] == ["episodes.pvqa.json"]
+    assert overrides["replay_coef"] == 3.0
+    with pytest.raises(ValueError, match="grpo_replay_tasks: pvqa_contrast: not a task of the demo's data"):
+        stages.grpo_streaming_overrides(replace(settings, grpo_replay_tasks=("pvqa_contrast",)), tmp_path, tmp_path)
+    contrast = replace(settings, contrast_tasks=("accident",), grpo_replay_tasks=("pvqa", "pvqa_contrast"))
+    assert len(stages.grpo_streaming_overrides(contrast, tmp_path, tmp_path)["replay_mixture"]) == 2
+
+
 def test_cli_parses_demo_flags():
     from proactive_rl.cli import build_parser
 
@@ -175,6 +189,7 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
         eval_envs=2,
         max_new_tokens=3,
         contrast_tasks=("accident",),
+        grpo_replay_tasks=("pvqa",),
         sft={"max_steps": 2},
         grounding={"max_steps": 2, "max_length": 2048},
         grpo_streaming={"max_steps": 1, "per_device_train_batch_size": 4},
@@ -203,7 +218,10 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     for name in ("README.md", "metrics_by_stage.png"):
         assert (tmp_path / "report" / name).stat().st_size > 0
     assert list((tmp_path / "report").glob("timeline_*.png"))
-    assert (tmp_path / "recipes" / "grpo_streaming.yaml").is_file()
+    grpo_recipe = yaml.safe_load((tmp_path / "recipes" / "grpo_streaming.yaml").read_text())
+    assert [Path(m["source"]).name for m in grpo_recipe["replay_mixture"]] == ["episodes.pvqa.json"]
+    grpo_log = json.loads((tmp_path / "runs" / "grpo_streaming" / "trainer_state.json").read_text())["log_history"]
+    assert "replay_kl" in grpo_log[0]  # the replay term reached the streaming GRPO loss
     contrast = load_episodes(stages.task_file(tmp_path / "data", "train", "pvqa_contrast"))
     assert contrast and {(e.task, e.meta["asked_of"]) for e in contrast} == {("pvqa", "accident")}
     assert "episodes.pvqa_contrast.json" in (tmp_path / "recipes" / "sft.yaml").read_text()

@@ -7,7 +7,7 @@
 5. multi-turn streaming GRPO from the SFT model (``recipes/tiny/grpo_streaming.yaml``) on the three streaming
    tasks, evaluate;
 6. proactive-suggestion GRPO on the ask-for-help environments (``recipes/tiny/grpo_suggestion.yaml``) with the
-   streaming training episodes replayed (`proactive_rl.grpo.suggestion.replay`), evaluate: the final model;
+   streaming training episodes replayed (`proactive_rl.grpo.replay`), evaluate: the final model;
 
 then prints the before/after table and which of the expected directions hold (`proactive_rl.demo.checks`), and
 writes ``<out>/report/`` (the table in markdown, a metric-by-stage chart,

@@ -98,8 +98,10 @@ class DemoSettings:
             the repeated warnings teacher forcing does not (accident PRS-B 77.7 → 84.9); leaving the count task out warned better (89.4) but the
             suggestion stage from that model never answered (MCQA acc 0.0): benchmarks/RESULTS.md, "vehicles that
             move".
+        grpo_replay_tasks (`tuple`): the tasks whose training episodes streaming GRPO replays (``replay_mixture`` of
+            ``recipes/tiny/grpo_streaming.yaml``, weight ``grpo_streaming["replay_coef"]``; `proactive_rl.grpo.replay`).
         replay_tasks (`tuple`): the streaming tasks whose training episodes the suggestion stage replays
-            (``replay_mixture`` of ``recipes/tiny/grpo_suggestion.yaml``; `proactive_rl.grpo.suggestion.replay`), so
+            (``replay_mixture`` of ``recipes/tiny/grpo_suggestion.yaml``; `proactive_rl.grpo.replay`), so
             that the final model keeps the streaming skills (``grpo_suggestion``: weight ``replay_coef`` 10, at 3 the
             seeing model lost accident and compositional; 4 dialogues per step instead of the recipe's 2, and a
             warm-start learning rate of 1e-3 instead of 3e-3: from seed 0's 900-step streaming GRPO model, accident
@@ -146,6 +148,7 @@ class DemoSettings:
     )
     eval_caption_episodes: int = 4
     grpo_tasks: tuple = STREAMING_TASKS
+    grpo_replay_tasks: tuple = ()
     replay_tasks: tuple = (*STREAMING_TASKS, PAUC_TASK)
     sft: dict[str, Any] = field(
         default_factory=lambda: {

@@ -215,9 +215,19 @@ def sft_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, 
 
 
 def grpo_streaming_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
+    """Rollout windows of ``settings.grpo_tasks``; the training episodes of ``settings.grpo_replay_tasks`` are
+    replayed (`proactive_rl.grpo.replay`)."""
+    known = (*TASKS, PAUC_TASK, *((CONTRAST,) if settings.contrast_tasks else ()))
+    unknown = sorted(set(settings.grpo_replay_tasks) - set(known))
+    if unknown:
+        raise ValueError(
+            f"grpo_replay_tasks: {', '.join(unknown)}: not a task of the demo's data ({', '.join(known)})"
+        )
+    replay = [{"source": str(task_file(data, "train", t))} for t in settings.grpo_replay_tasks]
     return {
         "model_name_or_path": str(model),
         "dataset_mixture": [{"source": str(task_file(data, "train", t))} for t in settings.grpo_tasks],
+        "replay_mixture": replay or None,
         "seed": settings.seed,
         **settings.grpo_streaming,
     }
@@ -226,7 +236,7 @@ def grpo_streaming_overrides(settings: DemoSettings, data: Path, model: Path) ->
 def grpo_suggestion_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
     """The recipe's own (synthetic, in-memory) training environments, which its warm start needs; held-out play is
     the demo's evaluation on the exported test split (same kinds and knobs, other seeds), not the trainer's. The
-    streaming training episodes of ``settings.replay_tasks`` are replayed (`proactive_rl.grpo.suggestion.replay`)."""
+    streaming training episodes of ``settings.replay_tasks`` are replayed (`proactive_rl.grpo.replay`)."""
     replay = [{"source": str(task_file(data, "train", t))} for t in settings.replay_tasks]
     return {
         "model_name_or_path": str(model),

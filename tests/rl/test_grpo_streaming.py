@@ -191,7 +191,7 @@ def test_trl_overrides_still_exist_in_the_installed_trl():
     )
 
 
-def make_trainer(model, processor, windows, tmp_path, **overrides):
+def make_trainer(model, processor, windows, tmp_path, replay=None, replay_coef=1.0, **overrides):
     from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
     from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
 
@@ -211,7 +211,12 @@ def make_trainer(model, processor, windows, tmp_path, **overrides):
     )
     kwargs.update(overrides)
     return StreamingGRPOTrainer(
-        model=model, args=StreamingGRPOConfig(**kwargs), windows=windows, processing_class=processor
+        model=model,
+        args=StreamingGRPOConfig(**kwargs),
+        windows=windows,
+        processing_class=processor,
+        replay=replay,
+        replay_coef=replay_coef,
     )
 
 
@@ -288,6 +293,53 @@ def test_one_training_step_runs_and_logs(tiny, windows, tmp_path):
     for key in ("loss", "reward", "rollout/responses_per_window", "rollout/steps_per_window", "entropy"):
         assert key in logs, key
     assert logs["rollout/steps_per_window"] > 1
+
+
+def test_replay_term_is_added_to_the_grpo_loss(windows, tmp_path):
+    """With ``replay_mixture`` the loss is GRPO's plus ``replay_coef ×`` the distillation term of the replayed
+    dialogues (pvqa, a task the windows do not reward), logged as ``replay_kl``; the term is 0 until the policy moves."""
+    from proactive_eval.episodes import save_episodes
+    from proactive_rl.data import parse_mixture
+    from proactive_rl.grpo.replay import StreamingReplay
+    from proactive_rl.models import build_tiny
+    from proactive_rl.synthetic import generate_episodes
+
+    model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
+    path = tmp_path / "pvqa.json"
+    save_episodes(path, generate_episodes("pvqa", 2, seed=5, duration=(10, 10)))
+    replay = StreamingReplay(model, processor, parse_mixture([{"source": str(path)}]), batch_size=2, seed=0)
+    trainer = make_trainer(model, processor, windows, tmp_path, replay=replay, replay_coef=3.0)
+    assert replay.loss(model).item() == pytest.approx(0.0, abs=1e-6)
+    torch.manual_seed(0)
+    with torch.no_grad():  # the policy drifts from the starting model, which the replay keeps frozen
+        model.lm_head.weight.add_(0.05 * torch.randn_like(model.lm_head.weight))
+    model.train()
+    inputs = trainer._generate_and_score_completions(generation_batch(trainer, windows))
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer's training loop
+    state = replay.rng.getstate()
+    with torch.no_grad():
+        total = trainer.compute_loss(model, inputs).item()
+        replay.rng.setstate(state)  # the same replay batch
+        term = replay.loss(model).item()
+        trainer.replay = None
+        grpo = trainer.compute_loss(model, inputs).item()
+    assert term > 1e-4
+    assert total == pytest.approx(grpo + 3.0 * term, rel=1e-5, abs=1e-7)
+    assert trainer._metrics["train"]["replay_kl"][-1] == pytest.approx(term, rel=1e-5)
+
+
+def test_replay_arguments_are_checked_before_the_model_loads(tmp_path):
+    from proactive_rl.grpo.streaming.config import StreamingGRPOScriptArguments
+
+    episodes = [{"source": "synthetic", "task": "accident", "num_episodes": 2}]
+    args = StreamingGRPOScriptArguments(
+        dataset_mixture=episodes, replay_mixture=[{"source": str(tmp_path / "a.json")}]
+    )
+    assert args.replay_mixture[0].source == str(tmp_path / "a.json")
+    with pytest.raises(ValueError, match="replay_coef"):
+        StreamingGRPOScriptArguments(dataset_mixture=episodes, replay_mixture=episodes, replay_coef=-1.0)
+    with pytest.raises(ValueError, match="replay_mixture"):
+        StreamingGRPOScriptArguments(dataset_mixture=episodes, replay_mixture=[{"task": "accident"}])
 
 
 def test_config_rejects_vllm_and_ungathered_zero3(tmp_path):

@@ -21,7 +21,7 @@ def tiny():
 def replay(tiny, tmp_path):
     from proactive_eval.episodes import save_episodes
     from proactive_rl.data import parse_mixture
-    from proactive_rl.grpo.suggestion.replay import StreamingReplay
+    from proactive_rl.grpo.replay import StreamingReplay
     from proactive_rl.synthetic import generate_episodes
 
     path = tmp_path / "accident.json"

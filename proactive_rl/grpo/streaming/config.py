@@ -13,7 +13,7 @@ from typing import Any
 from trl import GRPOConfig
 
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
-from proactive_rl.data import load_mixture
+from proactive_rl.data import load_mixture, parse_mixture
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
 from proactive_rl.grpo.streaming.windows import RolloutWindow, build_windows
 from proactive_rl.training import eval_callback_config
@@ -91,6 +91,11 @@ class StreamingGRPOScriptArguments:
         expected_windows (`dict[str, int]`, *optional*): windows per task the training data must give (e.g. the P³I
             RL set: accident 300, atomic 100, event_type 100, compositional 363); checked before the model loads.
         freeze_vision_tower (`bool`, *optional*, defaults to `True`): P³I: vision encoder frozen.
+        replay_mixture (`list`, *optional*): streaming episodes (a dataset mixture, docs/spec.md §1) of tasks the
+            windows do not reward, distilled at every step towards the starting model (`proactive_rl.grpo.replay`),
+            so that what the rewards teach (e.g. say "Warning") does not overwrite them (pvqa's free-text answers).
+        replay_coef (`float`, *optional*, defaults to `1.0`): weight ``c`` of that term.
+        replay_batch_size (`int`, *optional*, defaults to `2`): dialogues per replay batch.
         eval_callback (`dict`, *optional*): evaluators run on the live model while training (on save / every N
             steps), as in SFT: `proactive_rl.evaluation.EvalCallbackConfig`.
     """
@@ -110,6 +115,9 @@ class StreamingGRPOScriptArguments:
         default=None, metadata={"help": "Windows per task the data must give (checked before training)."}
     )
     freeze_vision_tower: bool = field(default=True, metadata={"help": "Freeze the vision encoder (P³I)."})
+    replay_mixture: Any = field(default=None, metadata={"help": "Streaming episodes replayed (distilled) each step."})
+    replay_coef: float = field(default=1.0, metadata={"help": "Weight of the streaming replay term."})
+    replay_batch_size: int = field(default=2, metadata={"help": "Dialogues per replay batch."})
     # evaluators run while training: a mapping, see `proactive_rl.evaluation.EvalCallbackConfig`.
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
@@ -117,6 +125,10 @@ class StreamingGRPOScriptArguments:
         if self.trainer != "grpo_streaming":
             raise ValueError(f"trainer: this entry point runs 'grpo_streaming', got {self.trainer!r}")
         check_data_arguments(self)
+        if self.replay_mixture is not None:
+            self.replay_mixture = parse_mixture(self.replay_mixture, "replay_mixture")
+            if not self.replay_coef >= 0:
+                raise ValueError(f"replay_coef: expected a number >= 0, got {self.replay_coef!r}")
         self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded
 
     def windows(self, sources) -> list[RolloutWindow]:

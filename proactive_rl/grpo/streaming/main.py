@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from trl import ModelConfig, TrlParser
 
+from proactive_rl.grpo.replay import StreamingReplay
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig, StreamingGRPOScriptArguments
 from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
 from proactive_rl.grpo.streaming.windows import composition
@@ -43,6 +44,11 @@ def build_trainer(
     model, processor = load_for_training(model_args, seed=training_args.seed)
     if script_args.freeze_vision_tower:
         freeze_vision_tower(model)
+    replay = None
+    if script_args.replay_mixture:  # copied before LoRA or DeepSpeed wrap the policy
+        replay = StreamingReplay(
+            model, processor, script_args.replay_mixture, script_args.replay_batch_size, seed=training_args.seed
+        )
     trainer = StreamingGRPOTrainer(
         model=model,
         args=training_args,
@@ -50,6 +56,8 @@ def build_trainer(
         eval_windows=eval_windows,
         processing_class=processor,
         peft_config=peft_config_for(model_args, model, processor),
+        replay=replay,
+        replay_coef=script_args.replay_coef,
     )
     attach_eval_callback(trainer, script_args.eval_callback)
     return trainer

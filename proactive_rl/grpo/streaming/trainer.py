@@ -13,6 +13,7 @@ it is made (``tests/test_private_touches.py`` fails on any other):
   in `proactive_rl.grpo.streaming.trl_overrides` (the frames inside the completion, the state tokens kept);
 - ``GRPOTrainer._metrics[mode][key]``: the per-step lists TRL averages into its logs; the rollout statistics
   (``rollout/responses_per_window``, ``rollout/steps_per_window``, ``rollout/truncated_turns``) are appended here;
+- the optional replay term's ``_metrics`` entry is declared in `proactive_rl.grpo.replay`;
 - ``_tag_names``: the model-card tags of `transformers.Trainer` subclasses;
 - exact resume (checkpoint weights, window order, rollout buffer, reward counters): `proactive_rl.grpo.resume_state`.
 """
@@ -29,6 +30,7 @@ from trl.models.utils import unwrap_model_for_generation
 
 from proactive_rewards import get_reward, get_task
 from proactive_rl.data.frames import frames_of
+from proactive_rl.grpo.replay import ReplayLossMixin, StreamingReplay
 from proactive_rl.grpo.resume_state import ResumableGRPOMixin
 from proactive_rl.grpo.reward_guard import guard_rewards
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
@@ -69,7 +71,7 @@ def windows_dataset(windows: list[RolloutWindow]):
     return Dataset.from_list([w.row() for w in windows])
 
 
-class StreamingGRPOTrainer(ResumableGRPOMixin, StreamingOverridesMixin, GRPOTrainer):
+class StreamingGRPOTrainer(ReplayLossMixin, ResumableGRPOMixin, StreamingOverridesMixin, GRPOTrainer):
     """``trl.GRPOTrainer`` over rollout windows, with multi-turn streaming rollouts (docs/spec.md §8).
 
     Args:
@@ -79,6 +81,9 @@ class StreamingGRPOTrainer(ResumableGRPOMixin, StreamingOverridesMixin, GRPOTrai
         processing_class (`ProcessorMixin`): the model's processor.
         reward_funcs (`list`, *optional*): defaults to the task rewards of the windows' tasks (`task_rewards`).
         eval_windows (`list[RolloutWindow]`, *optional*): held-out rows (TRL's eval loop: reward on eval rollouts).
+        replay (`StreamingReplay`, *optional*): dialogues whose distillation term, times ``replay_coef``, every
+            step's loss adds (`proactive_rl.grpo.replay`); `None`: GRPO's loss alone.
+        replay_coef (`float`, *optional*, defaults to `1.0`): weight of that term.
         **kwargs: passed to ``GRPOTrainer`` (``peft_config``, ``callbacks``, ...).
     """
 
@@ -92,6 +97,8 @@ class StreamingGRPOTrainer(ResumableGRPOMixin, StreamingOverridesMixin, GRPOTrai
         processing_class,
         reward_funcs: list | None = None,
         eval_windows: list[RolloutWindow] | None = None,
+        replay: StreamingReplay | None = None,
+        replay_coef: float = 1.0,
         **kwargs,
     ):
         if not isinstance(args, StreamingGRPOConfig):
@@ -108,6 +115,8 @@ class StreamingGRPOTrainer(ResumableGRPOMixin, StreamingOverridesMixin, GRPOTrai
             eval_dataset=windows_dataset(eval_windows) if eval_windows else None,
             processing_class=processing_class,
             rollout_func=_streaming_rollout,
+            replay=replay,
+            replay_coef=replay_coef,
             **kwargs,
         )
         logger.info("streaming GRPO: %d windows %s", len(windows), composition(windows))

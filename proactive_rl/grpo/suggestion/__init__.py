@@ -5,6 +5,5 @@
 - `backend`: the generation backend (TRL's vLLM path or transformers, never claimed when absent).
 - `evaluation`: the held-out environments played by the MCQA evaluator before and after training.
 - `warm_start`: the optional supervised warm start on environment states before GRPO.
-- `replay`: the streaming dialogues distilled at every step (``replay_mixture``).
 - `main`: the entry point (``python -m proactive_rl.grpo.suggestion --config RECIPE``).
 """

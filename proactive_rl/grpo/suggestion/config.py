@@ -56,7 +56,7 @@ class SuggestionScriptArguments:
             only, or from ``"all"`` states with the correct category as target (each state's best guess).
         replay_mixture (`list`, *optional*): streaming episodes (a dataset mixture, docs/spec.md §1) replayed at every
             warm-start and GRPO step as a distillation term towards the starting model
-            (`proactive_rl.grpo.suggestion.replay`), so a streaming assistant keeps its streaming skills.
+            (`proactive_rl.grpo.replay`), so a streaming assistant keeps its streaming skills.
         replay_coef (`float`, *optional*, defaults to `1.0`): weight ``c`` of that term.
         replay_batch_size (`int`, *optional*, defaults to `2`): dialogues per replay batch.
         eval_before (`bool`, *optional*, defaults to `True`): also play the held-out environments before training.

@@ -31,11 +31,11 @@ from trl import GRPOConfig, ModelConfig, TrlParser
 
 from proactive_rewards import get_reward
 from proactive_rl.data.mcqa import EnvironmentSpec, environment_rows, load_rows, rows_to_dataset, suppressed_tokens
+from proactive_rl.grpo.replay import StreamingReplay
 from proactive_rl.grpo.reward_guard import guard_rewards
 from proactive_rl.grpo.suggestion.backend import resolve_generation_backend
 from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 from proactive_rl.grpo.suggestion.evaluation import evaluate_held_out
-from proactive_rl.grpo.suggestion.replay import StreamingReplay
 from proactive_rl.grpo.suggestion.trainer import ReplayGRPOTrainer, SuggestionGRPOTrainer
 from proactive_rl.grpo.suggestion.warm_start import warm_start
 from proactive_rl.training import (

@@ -1,10 +1,12 @@
-"""Streaming replay for the suggestion stage: keep a streaming assistant's skills while it learns to ask for help.
+"""Streaming replay: keep the skills a GRPO stage has no reward for (docs/spec.md §7, §8).
 
 The suggestion stage (warm start, then GRPO) trains every weight on single-image MCQA prompts; started from a
-streaming model (SFT + streaming GRPO, docs/spec.md §3, §7) it forgets when to speak and what to say. Replay adds,
-at every optimizer step, a distillation term on a batch of streaming dialogues (the training episodes of the
-earlier stages): the KL divergence from the *starting* model's next-token distribution to the current one, at
-every assistant position of the dialogue (the ``</Silence>`` / ``</Response>`` decision and the response words):
+streaming model (SFT + streaming GRPO, docs/spec.md §3, §7) it forgets when to speak and what to say. Streaming GRPO
+rewards only the tasks of its rollout windows, and what it teaches there (say "Warning", not an object's name)
+spreads to the tasks it does not roll out (the free-text pvqa answers). Replay adds, at every optimizer step, a
+distillation term on a batch of streaming dialogues (training episodes of the earlier stages): the KL divergence
+from the *starting* model's next-token distribution to the current one, at every assistant position of the dialogue
+(the ``</Silence>`` / ``</Response>`` decision and the response words):
 
     L = L_stage + c · ⅓ [ (1/|S|) Σ_{i∈S} KL_i + (1/|R|) Σ_{i∈R} KL_i + (1/|W|) Σ_{i∈W} KL_i ],
     KL_i = KL(p_ref(· | x_<i) ‖ p_θ(· | x_<i))
@@ -33,6 +35,10 @@ from proactive_rl.data import EpisodeCollator, load_mixture, prepare_examples
 from proactive_rl.data.lazy import EpisodeEncoder
 
 logger = logging.getLogger(__name__)
+
+PRIVATE_TOUCHES = {
+    "_metrics": "trl 1.16.0: GRPOTrainer._metrics[mode][name] is a list of floats averaged into the next log",
+}
 
 
 class StreamingReplay:
@@ -91,3 +97,27 @@ class StreamingReplay:
         silence, response = (target == int(i) for i in self.state_ids)
         groups = [kl[silence], kl[response], kl[~(silence | response)]]
         return sum(g.mean() for g in groups if g.numel()) / sum(1 for g in groups if g.numel())
+
+
+class ReplayLossMixin:
+    """A ``trl.GRPOTrainer`` mixin: the training loss plus ``replay_coef ×`` `StreamingReplay.loss` (none without one).
+
+    Args:
+        replay (`StreamingReplay`, *optional*): the replayed dialogues; `None`: the trainer's own loss.
+        replay_coef (`float`, *optional*, defaults to `1.0`): weight ``c`` of the term.
+
+    The term's value is logged as ``replay_kl`` (``GRPOTrainer._metrics``, trl 1.16.0); its batch RNG is saved and
+    resumed with the checkpoint (`proactive_rl.grpo.resume_state`).
+    """
+
+    def __init__(self, *args, replay: StreamingReplay | None = None, replay_coef: float = 1.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.replay, self.replay_coef = replay, replay_coef
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        if self.replay is None or not model.training:
+            return loss
+        term = self.replay.loss(model)
+        self._metrics["train"]["replay_kl"].append(term.item())
+        return loss + self.replay_coef * term
