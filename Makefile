@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # torch and torchvision are pinned: these builds lie on the project's machines' disk, and a plain
-# `torch` requirement would download several GB.
+# `torch` requirement would download several GB. The other libraries: constraints.txt (the versions checked).
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 STAMP  := $(VENV)/.installed
 # DeepSpeed's CPU comm extension is compiled on first use; keep it per venv (a shared ~/.cache build is
@@ -14,11 +14,11 @@ export TORCH_EXTENSIONS_DIR ?= $(CURDIR)/$(VENV)/torch_extensions
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml rewards/pyproject.toml eval/pyproject.toml
+$(STAMP): pyproject.toml rewards/pyproject.toml eval/pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PINS)
-	$(PY) -m pip install -q $(TORCH_PINS) -e ./rewards -e "./eval[judge,plots,video]" -e ".[train,video,judge,wandb,dev]"
+	$(PY) -m pip install -q -c constraints.txt $(TORCH_PINS) -e ./rewards -e "./eval[judge,plots,video]" -e ".[train,video,judge,wandb,dev]"
 	touch $(STAMP)
 
 test: install

@@ -26,7 +26,7 @@ from proactive_rl.models.tokenizer import STATE_TOKENS
 from proactive_rl.recipe_args import config_path, located, parse_recipe, resolve_config
 
 PRIVATE_TOUCHES = {
-    "_tied_weights_keys": "transformers 5.24.0: PreTrainedModel._tied_weights_keys, keys a checkpoint may omit "
+    "_tied_weights_keys": "transformers 5.25.0: PreTrainedModel._tied_weights_keys, keys a checkpoint may omit "
     "(load_checkpoint_weights)",
 }
 
@@ -141,7 +141,7 @@ def load_checkpoint_weights(trainer, resume_from_checkpoint: str, model=None) ->
     """Copy a plain checkpoint's weights into the trainer's model through ``from_pretrained``; False when the
     checkpoint is not one (PEFT, FSDP, DeepSpeed or sharded: the Trainer's own loader takes it).
 
-    A trainer's ``_load_from_checkpoint`` override calls this (transformers 5.24.0): the Trainer loads
+    A trainer's ``_load_from_checkpoint`` override calls this (transformers 5.25.0): the Trainer loads
     ``model.safetensors`` with a raw ``load_state_dict``, but ``save_pretrained`` writes Qwen-VL weights in the hub's
     key layout (``visual.*``, ``model.layers.*``), so a resume would silently keep the *initial* weights;
     ``from_pretrained`` maps the keys. A checkpoint that does not match the model is an error naming it.

@@ -235,6 +235,30 @@ def test_declarations_are_used_and_name_the_installed_version():
     assert not problems, "\n".join(problems)
 
 
+def test_declared_versions_are_the_ones_make_install_pins():
+    """constraints.txt (what ``make install`` and CI install) pins each version a declaration names: a new
+    release of a touched library reaches CI only once its declarations are re-checked and bumped with the pin."""
+    pins = dict(
+        line.split("==")
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    )
+    _, declared, _ = scan()
+    named = {
+        (m["dist"], m["version"], module)
+        for module, names in declared.items()
+        for text in names.values()
+        if (m := DECLARATION.match(text))
+    }
+    assert {dist for dist, _, _ in named} - {"torch"} <= set(pins), f"constraints.txt pins {sorted(pins)}"
+    wrong = [
+        f"{module}: {dist} {version}, constraints.txt {pins[dist]}"
+        for dist, version, module in named
+        if dist in pins and pins[dist] != version
+    ]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
 def test_no_private_name_is_imported_across_distributions():
     _, _, crossing = scan()
     assert not crossing, "\n".join(crossing)

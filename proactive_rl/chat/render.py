@@ -19,7 +19,7 @@ from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
 from proactive_rl.chat.messages import DEFAULT_SYSTEM_PROMPT, IGNORE_INDEX, TIMESTAMP_FORMAT, user_content
 
 PRIVATE_TOUCHES = {
-    "_get_num_multimodal_tokens": "transformers 5.24.0: ProcessorMixin._get_num_multimodal_tokens(image_sizes=...)"
+    "_get_num_multimodal_tokens": "transformers 5.25.0: ProcessorMixin._get_num_multimodal_tokens(image_sizes=...)"
     "['num_image_tokens'], the placeholders the processor expands an image of that size to",
 }
 

@@ -18,13 +18,13 @@ here per rank as ``proactive_rl_state_<rank>.pt`` in the checkpoint folder by `R
   (``steps_per_generation × num_iterations`` not dividing the steps done), the buffered rollouts
   ``_buffered_inputs`` the next steps train on (TRL 1.16 restarts ``_step`` at 0 and would roll out afresh).
 
-Weights: ``Trainer._load_from_checkpoint`` (transformers 5.24.0) loads ``model.safetensors`` with a raw
+Weights: ``Trainer._load_from_checkpoint`` (transformers 5.25.0) loads ``model.safetensors`` with a raw
 ``load_state_dict``, but ``save_pretrained`` writes Qwen-VL weights in the hub's key layout, so a resumed GRPO run
 silently went on from the *initial* weights (measured: a run resumed at step 2 ended 2.4e-3 away from the
 uninterrupted one). `ResumableGRPOMixin` loads them through `proactive_rl.training.load_checkpoint_weights`, as
 the SFT trainer does.
 
-Private library touches (pinned: trl 1.16.0, transformers 5.24.0; declared in ``PRIVATE_TOUCHES``, and
+Private library touches (pinned: trl 1.16.0, transformers 5.25.0; declared in ``PRIVATE_TOUCHES``, and
 ``tests/rl/test_grpo_resume.py`` checks they still exist): ``Trainer._load_from_checkpoint`` and
 ``GRPOTrainer._get_train_sampler`` (overridden), ``RepeatSampler.generator``, ``GRPOTrainer._step`` and
 ``GRPOTrainer._buffered_inputs`` (read and written).
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 
 STATE_FILE = "proactive_rl_state_{rank}.pt"
 PRIVATE_TOUCHES = {
-    "_load_from_checkpoint": "transformers 5.24.0: Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)"
+    "_load_from_checkpoint": "transformers 5.25.0: Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)"
     " overridden: plain checkpoints load through from_pretrained",
     "_get_train_sampler": "trl 1.16.0: GRPOTrainer._get_train_sampler(dataset=None) returns the RepeatSampler whose"
     " .generator draws every epoch's window order; overridden to start it where the checkpoint's epoch needs",

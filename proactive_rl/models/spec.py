@@ -18,7 +18,7 @@ TINY_DEFAULTS = ("qwen2_5_vl", "xs")
 LOCAL_ROOTS = ("outputs", "output", "checkpoints", "runs", "demo_out")
 MISSING_FOLDER_FIX = "run recipes/tiny/sft.yaml first, or pass --model_name_or_path tiny:qwen2_5_vl:xs"
 PRIVATE_TOUCHES = {
-    "_hf_deepspeed_config_weak_ref": "transformers 5.24.0: integrations.deepspeed's weak ref to the active "
+    "_hf_deepspeed_config_weak_ref": "transformers 5.25.0: integrations.deepspeed's weak ref to the active "
     "HfDeepSpeedConfig (None outside ZeRO-3 init), read by build_unpartitioned",
 }
 

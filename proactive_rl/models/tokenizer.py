@@ -33,8 +33,8 @@ QWEN_SPECIAL_TOKENS = (
 )
 STATE_TOKENS = (SILENCE_TOKEN, RESPONSE_TOKEN)
 PRIVATE_TOUCHES = {
-    "_tokenizer": "transformers 5.24.0: a fast tokenizer's tokenizers.Tokenizer backend, read and replaced",
-    "_added_tokens_decoder": "transformers 5.24.0: a slow tokenizer's {id: AddedToken}, its tokens' special flag set",
+    "_tokenizer": "transformers 5.25.0: a fast tokenizer's tokenizers.Tokenizer backend, read and replaced",
+    "_added_tokens_decoder": "transformers 5.25.0: a slow tokenizer's {id: AddedToken}, its tokens' special flag set",
 }
 
 

@@ -1,6 +1,6 @@
 """`ProactiveSFTTrainer`: TRL's `SFTTrainer` with the docs/spec.md §3 focal + frequency-balanced loss.
 
-Pinned versions: **trl 1.16.0, transformers 5.24.0**. This module is the only place SFT leans on Trainer
+Pinned versions: **trl 1.16.0, transformers 5.25.0**. This module is the only place SFT leans on Trainer
 internals (each private one declared in ``PRIVATE_TOUCHES``; ``tests/test_private_touches.py`` fails on any other),
 and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails loudly if they change:
 
@@ -32,7 +32,7 @@ from proactive_rl.training import load_checkpoint_weights
 
 STATE_CLASS_NAMES = ("silence", "response")
 PRIVATE_TOUCHES = {
-    "_load_from_checkpoint": "transformers 5.24.0: Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)"
+    "_load_from_checkpoint": "transformers 5.25.0: Trainer._load_from_checkpoint(resume_from_checkpoint, model=None)"
     " overridden for plain checkpoints",
 }
 
@@ -58,7 +58,7 @@ class ProactiveSFTTrainer(SFTTrainer):
         self.skipped_records = 0
         self._skipped_all_ranks = 0
 
-    # --- Trainer internals (transformers 5.24.0), see the module docstring -------------------------------------
+    # --- Trainer internals (transformers 5.25.0), see the module docstring -------------------------------------
     def get_batch_samples(self, epoch_iterator: Iterator, num_batches: int, device: torch.device):
         batches = []
         for _ in range(num_batches):

@@ -22,7 +22,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 NAME = "proactive_cached_causal"
 PRIVATE_TOUCHES = {
     "_scaled_dot_product_flash_attention_for_cpu": "torch 2.14.1: the CPU flash kernel op, returns (out, lse)",
-    "_attn_implementation": "transformers 5.24.0: PretrainedConfig._attn_implementation, read and set per call",
+    "_attn_implementation": "transformers 5.25.0: PretrainedConfig._attn_implementation, read and set per call",
 }
 _FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 

@@ -26,7 +26,7 @@ from .attention import cached_causal_attention
 
 NAME = "proactive_packed"
 PRIVATE_TOUCHES = {
-    "_attn_implementation": "transformers 5.24.0: PretrainedConfig._attn_implementation, read and set per call",
+    "_attn_implementation": "transformers 5.25.0: PretrainedConfig._attn_implementation, read and set per call",
 }
 
 

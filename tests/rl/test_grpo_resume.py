@@ -261,7 +261,7 @@ def test_resume_state_restores_guard_counters_and_refuses_another_recipe(tmp_pat
 
 def test_private_touches_still_exist_in_the_installed_libraries():
     """Fails loudly when transformers or TRL change what `resume_state` relies on (pinned: trl 1.16.0,
-    transformers 5.24.0)."""
+    transformers 5.25.0)."""
     import transformers.trainer
     from trl import GRPOTrainer
     from trl.trainer.utils import RepeatSampler

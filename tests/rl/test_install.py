@@ -25,7 +25,7 @@ PIP_LINE = 'pip install ./rewards "./eval[judge,plots,video]" ".[train]"'
 TRL_OVERRIDE_MODULES = (
     "proactive_rl/grpo/streaming/trl_overrides.py",
     "proactive_rl/grpo/streaming/trainer.py",
-    "proactive_rl/grpo/suggestion/trainer.py",
+    "proactive_rl/grpo/replay.py",
     "proactive_rl/sft/trainer.py",
 )
 

@@ -164,7 +164,7 @@ def test_resume_equivalence(tmp_path, toy):
 
 
 def test_trainer_internals_still_there():
-    """Fails loudly when transformers changes what ProactiveSFTTrainer overrides (pinned: transformers 5.24.0)."""
+    """Fails loudly when transformers changes what ProactiveSFTTrainer overrides (pinned: transformers 5.25.0)."""
     sig = inspect.signature(Trainer.get_batch_samples)
     assert list(sig.parameters) == ["self", "epoch_iterator", "num_batches", "device"], sig
     import transformers.trainer
@@ -201,7 +201,7 @@ def test_flash_attention_missing_is_a_clear_error():
 
 
 def test_checkpoint_loader_still_there():
-    """`_load_from_checkpoint` is overridden (transformers 5.24.0 loads Qwen-VL checkpoints with unmapped keys)."""
+    """`_load_from_checkpoint` is overridden (transformers 5.25.0 loads Qwen-VL checkpoints with unmapped keys)."""
     sig = inspect.signature(Trainer._load_from_checkpoint)
     assert list(sig.parameters) == ["self", "resume_from_checkpoint", "model"], sig
     import transformers.trainer
@@ -210,7 +210,7 @@ def test_checkpoint_loader_still_there():
 
 
 def test_deepspeed_config_ref_still_there():
-    """`build_unpartitioned` reads transformers' private ZeRO-3 config reference (pinned: transformers 5.24.0)."""
+    """`build_unpartitioned` reads transformers' private ZeRO-3 config reference (pinned: transformers 5.25.0)."""
     from transformers.integrations import deepspeed as hf_ds
 
     assert hasattr(hf_ds, "_hf_deepspeed_config_weak_ref")
