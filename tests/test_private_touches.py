@@ -236,13 +236,16 @@ def test_declarations_are_used_and_name_the_installed_version():
 
 
 def test_declared_versions_are_the_ones_make_install_pins():
-    """constraints.txt (what ``make install`` and CI install) pins each version a declaration names: a new
-    release of a touched library reaches CI only once its declarations are re-checked and bumped with the pin."""
-    pins = dict(
-        line.split("==")
+    """constraints.txt and the Makefile's TORCH_PINS (what ``make install`` and CI install) pin each version a
+    declaration names: a new release of a touched library reaches CI only once its declarations are re-checked and
+    bumped with the pin."""
+    constraints = [
+        line
         for line in (ROOT / "constraints.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#")
-    )
+    ]
+    torch_pins = re.search(r"^TORCH_PINS\s*:=\s*(.+)$", (ROOT / "Makefile").read_text(), re.M)[1].split()
+    pins = dict(pin.split("==") for pin in constraints + torch_pins)
     _, declared, _ = scan()
     named = {
         (m["dist"], m["version"], module)
@@ -250,9 +253,9 @@ def test_declared_versions_are_the_ones_make_install_pins():
         for text in names.values()
         if (m := DECLARATION.match(text))
     }
-    assert {dist for dist, _, _ in named} - {"torch"} <= set(pins), f"constraints.txt pins {sorted(pins)}"
+    assert {dist for dist, _, _ in named} <= set(pins), f"constraints.txt and TORCH_PINS pin {sorted(pins)}"
     wrong = [
-        f"{module}: {dist} {version}, constraints.txt {pins[dist]}"
+        f"{module}: {dist} {version}, make install pins {pins[dist]}"
         for dist, version, module in named
         if dist in pins and pins[dist] != version
     ]

@@ -102,8 +102,8 @@ class DemoSettings:
             ``recipes/tiny/grpo_streaming.yaml``, weight ``grpo_streaming["replay_coef"]``; `proactive_rl.grpo.replay`);
             empty (the default): none. From seed 0's SFT model, 60 steps replaying pvqa at weight 3 fixed the
             accident words as much as without replay (PRS-B 68.1 -> 84.6) and kept PAUC (60.4, against 22.2
-            without), but the mean gain stayed +3.3 to +4.9 (benchmarks/RESULTS.md, "streaming GRPO replay"), and on three
-            seeds of another CPU −2.6 / +2.4 / +0.4 ("three seeds of another CPU").
+            without), but the mean gain stayed +3.3 to +4.9 (benchmarks/RESULTS.md, "streaming GRPO replay"), and
+            on three seeds of another CPU −2.6 / +2.4 / +0.4 ("three seeds of another CPU").
         replay_tasks (`tuple`): the streaming tasks whose training episodes the suggestion stage replays
             (``replay_mixture`` of ``recipes/tiny/grpo_suggestion.yaml``; `proactive_rl.grpo.replay`), so
             that the final model keeps the streaming skills (``grpo_suggestion``: weight ``replay_coef`` 10, at 3 the
