@@ -375,3 +375,16 @@ def test_the_demo_world_leaves_room_to_show_seeing():
             assert blind <= 65.0, (seed, task, blind)
     short = generate_episodes("accident", train, 0, duration=(10, 14))
     assert blind_prs_summary(generate_episodes("accident", 10, 2, duration=(10, 14)), short)["overall"]["prs_b"] > 85
+
+
+def test_report_header_names_the_cpu(tmp_path):
+    """The demo's floats depend on the CPU, so the report's header names it: /proc/cpuinfo's first processor."""
+    cpuinfo = tmp_path / "cpuinfo"
+    first = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
+    cpuinfo.write_text(first + "flags\t\t: fpu sse2 avx2 avx512f avx512bw\n\nprocessor\t: 1\nmodel name\t: other\n")
+    assert pipeline.cpu_model(str(cpuinfo)) == "AMD EPYC family 25 model 17, AVX-512"
+    cpuinfo.write_text(
+        "model name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\ncpu family\t: 6\nmodel\t\t: 79\nflags\t\t: avx2\n"
+    )
+    assert pipeline.cpu_model(str(cpuinfo)) == "Intel(R) Xeon(R) CPU @ 2.20GHz family 6 model 79"
+    assert pipeline.cpu_model(str(tmp_path / "missing")) == (pipeline.platform.processor() or "unknown CPU")

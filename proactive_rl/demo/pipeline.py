@@ -12,6 +12,7 @@ import argparse
 import datetime as _dt
 import json
 import logging
+import os
 import platform
 import random
 import sys
@@ -242,10 +243,29 @@ def _run_meta(wall_s: float, command: str) -> dict[str, Any]:
     """When, where and how long a demo run took, and its command (the report's header)."""
     return {
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs, Python {platform.python_version()}",
+        "machine": f"{platform.machine()} ({cpu_model()}), {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "wall_s": wall_s,
         "command": command,
     }
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's name, family / model numbers and whether it has AVX-512, from `cpuinfo` (Linux), else
+    `platform.processor`: the demo's floats depend on it (the same seed differs by up to 25 PRS-B points between two
+    2-core machines, benchmarks/RESULTS.md, "three seeds of another CPU"), so the report names it."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path(cpuinfo).read_text().splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip() not in fields:
+                fields[key.strip()] = value.strip()
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    name = fields.get("model name") or platform.processor() or "unknown CPU"
+    numbers = ("cpu family", "model")
+    family = f" family {fields['cpu family']} model {fields['model']}" if all(k in fields for k in numbers) else ""
+    avx512 = ", AVX-512" if "avx512f" in fields.get("flags", "").split() else ""
+    return name + family + avx512
 
 
 def _run_seeds(args: argparse.Namespace, settings: DemoSettings, chosen: tuple[str, ...], command: str) -> int:
