@@ -33,15 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     # deferred: keeps --help light
     import torch
 
+    from proactive_eval.episodes import load_episodes
     from proactive_rl.chat.encode import encode_dialogue
     from proactive_rl.chat.messages import build_messages
-    from proactive_rl.data import load_mixture
-    from proactive_rl.data.mixture import parse_mixture
+    from proactive_rl.demo.stages import task_file
     from proactive_rl.models import load_model
     from proactive_rl.synthetic.generate import render_frames
 
-    source = Path(args.data) / "test" / f"episodes.{args.task}.json"
-    episodes = load_mixture(parse_mixture([{"source": str(source)}], "--data"))[0][: args.episodes]
+    episodes = load_episodes(task_file(Path(args.data), "test", args.task))[: args.episodes]
     model, processor = load_model(args.model)
     model.eval()
     ids = _number_ids(processor.tokenizer)

@@ -253,6 +253,7 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     """The CPU's name, family / model numbers and whether it has AVX-512, from `cpuinfo` (Linux), else
     `platform.processor`: the demo's floats depend on it (the same seed differs by up to 25 PRS-B points between two
     2-core machines, benchmarks/RESULTS.md, "three seeds of another CPU"), so the report names it."""
+    fallback = platform.processor() or "unknown CPU"
     fields: dict[str, str] = {}
     try:
         for line in Path(cpuinfo).read_text().splitlines():
@@ -260,8 +261,8 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
             if sep and key.strip() not in fields:
                 fields[key.strip()] = value.strip()
     except OSError:
-        return platform.processor() or "unknown CPU"
-    name = fields.get("model name") or platform.processor() or "unknown CPU"
+        return fallback
+    name = fields.get("model name") or fallback
     numbers = ("cpu family", "model")
     family = f" family {fields['cpu family']} model {fields['model']}" if all(k in fields for k in numbers) else ""
     avx512 = ", AVX-512" if "avx512f" in fields.get("flags", "").split() else ""
