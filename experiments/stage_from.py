@@ -6,6 +6,9 @@ benchmarks/RESULTS.md without re-running the stages before it.
 
     python -m experiments.stage_from --demo demo_out --out ablation/grpo_lr1e-4 --stage grpo_streaming \\
         --set 'grpo_streaming={"learning_rate": 1e-4, "max_steps": 60}'
+
+A stage of two runs (`pipeline.stage_runs`: streaming GRPO's count phase) trains both; ``--set 'grpo_count_tasks=[]'``
+trains the first alone.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from experiments.demo_ablation import settings_with
 from proactive_rl.demo import pipeline
 from proactive_rl.demo.evaluation import evaluator_for
-from proactive_rl.demo.stages import generate_data, train_stage
+from proactive_rl.demo.stages import generate_data
 
 _TRAINER = {key: trainer for key, _, trainer, _ in pipeline.STAGES if trainer}
 # where each stage starts in a demo folder: the checkpoint of the trained stage before it (the first from the model)
@@ -42,8 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     start = Path(args.start) if args.start else demo / _START[args.stage]
     generate_data(demo, settings, progress=False)  # reused file by file; rewritten where the recipes changed
     t0 = time.time()
-    overrides = pipeline._overrides(args.stage, settings, demo / "data", start)
-    checkpoint = train_stage(_TRAINER[args.stage], overrides, out, args.stage)
+    checkpoint = pipeline.train_runs(args.stage, _TRAINER[args.stage], settings, demo / "data", start, out)
     train_s = time.time() - t0
     metrics = evaluator_for(args.stage)(checkpoint, demo / "data", settings, out / "eval" / args.stage, progress=False)
     metrics.pop("predictions")

@@ -172,6 +172,52 @@ def test_grpo_replay_tasks_reach_the_streaming_grpo_recipe(tmp_path):
     assert len(stages.grpo_streaming_overrides(contrast, tmp_path, tmp_path)["replay_mixture"]) == 2
 
 
+def test_streaming_grpo_trains_every_task_then_the_count_windows(fake_pipeline, monkeypatch):
+    out, calls = fake_pipeline
+    monkeypatch.setattr(pipeline, "_overrides", lambda key, s, d, m: {"model_name_or_path": str(m), "key": key})
+
+    def train(stage, overrides, out, name=None):
+        calls.append((stage, name, overrides["key"], overrides["model_name_or_path"]))
+        return out / "runs" / name
+
+    monkeypatch.setattr(stages, "train_stage", train)
+    two_phases = replace(DemoSettings(), grpo_count_tasks=("atomic",))
+    summary = demo.run_demo(out, two_phases, progress=False)
+    runs = out / "runs"
+    assert calls[2:] == [
+        ("grpo_streaming", "grpo_streaming_all", "grpo_streaming", str(runs / "sft")),
+        ("grpo_streaming", "grpo_streaming", "grpo_count", str(runs / "grpo_streaming_all")),
+        ("grpo_suggestion", "grpo_suggestion", "grpo_suggestion", str(runs / "grpo_streaming")),
+    ]
+    assert {s["key"]: s.get("checkpoint") for s in summary["stages"]}["grpo_streaming"] == str(runs / "grpo_streaming")
+    calls.clear()
+    demo.run_demo(out, replace(DemoSettings(), grpo_count_tasks=()), train_stages=("grpo_streaming",), progress=False)
+    assert calls == []  # no SFT model: nothing to start from
+    demo.run_demo(
+        out, replace(DemoSettings(), grpo_count_tasks=()), train_stages=("sft", "grpo_streaming"), progress=False
+    )
+    assert [c[1] for c in calls] == ["sft", "grpo_streaming"]
+
+
+def test_the_count_phase_recipe(tmp_path):
+    settings = replace(
+        DemoSettings(),
+        grpo_count_tasks=("atomic",),
+        grpo_count_replay_tasks=("accident", "compositional", "pvqa"),
+        grpo_streaming={"lead_s": 6.0, "max_steps": 30, "learning_rate": 1e-4},
+    )
+    overrides = stages.grpo_count_overrides(settings, tmp_path, tmp_path / "phase1")
+    assert overrides["model_name_or_path"] == str(tmp_path / "phase1")
+    assert [Path(m["source"]).name for m in overrides["dataset_mixture"]] == ["episodes.atomic.json"]
+    replayed = ["episodes.accident.json", "episodes.compositional.json", "episodes.pvqa.json"]
+    assert [Path(m["source"]).name for m in overrides["replay_mixture"]] == replayed
+    # the phase's own fields over the first phase's; the first phase's windows kept
+    assert (overrides["lead_s"], overrides["max_steps"], overrides["learning_rate"]) == (6.0, 40, 5.0e-4)
+    assert (overrides["num_generations"], overrides["temperature"], overrides["replay_coef"]) == (8, 1.0, 1.0)
+    with pytest.raises(ValueError, match="grpo_replay_tasks: crime: not a task of the demo's data"):
+        stages.grpo_count_overrides(replace(settings, grpo_count_replay_tasks=("crime",)), tmp_path, tmp_path)
+
+
 def test_cli_parses_demo_flags():
     from proactive_rl.cli import build_parser
 
@@ -193,6 +239,8 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
         sft={"max_steps": 2},
         grounding={"max_steps": 2, "max_length": 2048},
         grpo_streaming={"max_steps": 1, "per_device_train_batch_size": 4},
+        grpo_count_tasks=("atomic",),
+        grpo_count={"max_steps": 1, "num_generations": 4, "replay_batch_size": 1},
         grpo_suggestion={
             "max_steps": 1,
             "per_device_train_batch_size": 4,
@@ -218,10 +266,16 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     for name in ("README.md", "metrics_by_stage.png"):
         assert (tmp_path / "report" / name).stat().st_size > 0
     assert list((tmp_path / "report").glob("timeline_*.png"))
-    grpo_recipe = yaml.safe_load((tmp_path / "recipes" / "grpo_streaming.yaml").read_text())
+    grpo_recipe = yaml.safe_load((tmp_path / "recipes" / "grpo_streaming_all.yaml").read_text())
     assert [Path(m["source"]).name for m in grpo_recipe["replay_mixture"]] == ["episodes.pvqa.json"]
-    grpo_log = json.loads((tmp_path / "runs" / "grpo_streaming" / "trainer_state.json").read_text())["log_history"]
-    assert "replay_kl" in grpo_log[0]  # the replay term reached the streaming GRPO loss
+    grpo_log = json.loads((tmp_path / "runs" / "grpo_streaming_all" / "trainer_state.json").read_text())
+    assert "replay_kl" in grpo_log["log_history"][0]  # the replay term reached the streaming GRPO loss
+    # the count phase: from the first phase's model, on the count windows, into the stage's folder
+    count_recipe = yaml.safe_load((tmp_path / "recipes" / "grpo_streaming.yaml").read_text())
+    assert count_recipe["model_name_or_path"] == str(tmp_path / "runs" / "grpo_streaming_all")
+    assert [Path(m["source"]).name for m in count_recipe["dataset_mixture"]] == ["episodes.atomic.json"]
+    count_log = json.loads((tmp_path / "runs" / "grpo_streaming" / "trainer_state.json").read_text())
+    assert count_log["global_step"] == 1
     contrast = load_episodes(stages.task_file(tmp_path / "data", "train", "pvqa_contrast"))
     assert contrast and {(e.task, e.meta["asked_of"]) for e in contrast} == {("pvqa", "accident")}
     assert "episodes.pvqa_contrast.json" in (tmp_path / "recipes" / "sft.yaml").read_text()

@@ -80,6 +80,26 @@ def _overrides(key: str, settings: DemoSettings, data: Path, model: Path) -> dic
     return getattr(stages, f"{key}_overrides")(settings, data, model)
 
 
+def stage_runs(key: str, settings: DemoSettings) -> list[tuple[str, str]]:
+    """The training runs of a stage, in order: ``(run name, overrides key)``; each starts from the model of the run
+    before it, and the stage's model is the last one's (``<out>/runs/<key>``). Streaming GRPO has two phases when
+    ``settings.grpo_count_tasks`` is set: every streaming task (``runs/grpo_streaming_all``), then the count windows."""
+    if key == "grpo_streaming" and settings.grpo_count_tasks:
+        return [("grpo_streaming_all", "grpo_streaming"), ("grpo_streaming", "grpo_count")]
+    return [(key, key)]
+
+
+def train_runs(key: str, trainer: str, settings: DemoSettings, data: Path, start: Path, out: Path) -> Path:
+    """Train the runs of `stage_runs` with `trainer`, the first from `start`; returns the stage's model."""
+    # deferred: keeps --help / light imports fast
+    from proactive_rl.demo import stages
+
+    checkpoint = start
+    for name, overrides in stage_runs(key, settings):
+        checkpoint = stages.train_stage(trainer, _overrides(overrides, settings, data, checkpoint), out, name=name)
+    return checkpoint
+
+
 def _timeline_episodes(data: Path, settings: DemoSettings) -> list:
     """One evaluated test episode of each streaming task, drawn at random with the demo's seed (what the timelines
     show: not the first episode, which would be a choice)."""
@@ -109,7 +129,7 @@ def run_demo(
     from proactive_rl.demo.checks import checks_markdown, claims, directions
     from proactive_rl.demo.evaluation import evaluator_for
     from proactive_rl.demo.report import console_table, write_report
-    from proactive_rl.demo.stages import StageSkipped, build_model, generate_data, say, train_stage
+    from proactive_rl.demo.stages import StageSkipped, build_model, generate_data, say
 
     settings = settings or DemoSettings()
     out = Path(out)
@@ -142,7 +162,7 @@ def run_demo(
                 continue
             t0 = time.perf_counter()
             try:
-                checkpoint = train_stage(trainer, _overrides(key, settings, data, previous), out, name=key)
+                checkpoint = train_runs(key, trainer, settings, data, previous, out)
             except StageSkipped as err:
                 stage["status"] = f"not run: {err}"
             except Exception as err:  # a stage that breaks is reported in the table; the others still run

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -231,6 +232,18 @@ def grpo_streaming_overrides(settings: DemoSettings, data: Path, model: Path) ->
         "seed": settings.seed,
         **settings.grpo_streaming,
     }
+
+
+def grpo_count_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
+    """The streaming GRPO stage's second phase: rollout windows of ``settings.grpo_count_tasks``, replaying
+    ``settings.grpo_count_replay_tasks``, with ``settings.grpo_count`` on top of ``settings.grpo_streaming``."""
+    phase = replace(
+        settings,
+        grpo_tasks=settings.grpo_count_tasks,
+        grpo_replay_tasks=settings.grpo_count_replay_tasks,
+        grpo_streaming={**settings.grpo_streaming, **settings.grpo_count},
+    )
+    return grpo_streaming_overrides(phase, data, model)
 
 
 def grpo_suggestion_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
