@@ -120,7 +120,8 @@ class DemoSettings:
             (``replay_mixture`` of ``recipes/tiny/grpo_suggestion.yaml``; `proactive_rl.grpo.replay`), so
             that the final model keeps the streaming skills (``grpo_suggestion``: weight ``replay_coef`` 20: at 10
             seed 0's final model repeated warnings one frame early, accident PRS-B 93.7 -> 80.5 over the stage, at 20
-            90.3 and MCQA acc 70.0 instead of 55.0, benchmarks/RESULTS.md, "suggestion replay weight 20"; at 3 the
+            90.3 and MCQA acc 70.0 instead of 55.0, benchmarks/RESULTS.md, "suggestion replay weight 20"; on three
+            seeds 20 also costs seed 2's MCQA, 55.0 -> 0.0, and seed 1's PAUC, 67.1 -> 61.8, same section; at 3 the
             seeing model lost accident and compositional; 4 dialogues per step instead of the recipe's 2, and a
             warm-start learning rate of 1e-3 instead of 3e-3: from seed 0's 900-step streaming GRPO model, accident
             PRS-B 80.6 -> 84.7 after the stage instead of 29.4, MCQA acc 70.0: benchmarks/RESULTS.md, "the suggestion
