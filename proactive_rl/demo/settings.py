@@ -30,12 +30,18 @@ CONTRAST = "pvqa_contrast"
 _KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size")
 
 
-def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
-    """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
+def suggestion_training_sources() -> list[dict[str, Any]]:
+    """The synthetic training environment entries of ``recipes/tiny/grpo_suggestion.yaml`` (kind, count, seed, knobs)."""
     recipe = shipped_path("tiny/grpo_suggestion.yaml")
     sources = [e for e in yaml.safe_load(recipe.read_text())["environments"] if e.get("source") == "synthetic"]
     if not sources:
         raise ValueError(f"{recipe}: the demo needs synthetic training environments in 'environments'")
+    return sources
+
+
+def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
+    """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
+    sources = suggestion_training_sources()
     knobs = {k: v for k, v in sources[0].items() if k in _KNOB_KEYS}
     return tuple(dict.fromkeys(e["kind"] for e in sources)), knobs
 
@@ -78,6 +84,10 @@ class DemoSettings:
             a task not named: 1): the count episodes twice and half of the pvqa ones. With every weight 1 the xs
             model answered the counts with pvqa's words in two of three seeds (atomic PRS-B 0.0); with these, 80-85
             in every seed (benchmarks/RESULTS.md, "SFT across seeds").
+        sft_environments (`int`): how many of the suggestion recipe's training environments (its kinds, knobs and
+            seed: the ones its warm start trains on) focal SFT also trains, one single-turn MCQA example per state
+            of `sft_environment_states` (`proactive_rl.sft.environments`); 0: none.
+        sft_environment_states (`str`): ``"reference"`` (each environment's clean image) or ``"all"`` states.
         contrast_tasks (`tuple`): the streaming tasks whose training episodes focal SFT also sees asked the pvqa
             question (`proactive_rl.synthetic.contrast`: the same video, a turn per object that comes into view), so
             that the words follow the instruction and not the frames; mixture weight ``sft_weights["pvqa_contrast"]``
@@ -160,6 +170,8 @@ class DemoSettings:
     prs_tasks: tuple = STREAMING_TASKS
     sft_tasks: tuple = (*STREAMING_TASKS, PAUC_TASK)
     sft_weights: dict[str, float] = field(default_factory=lambda: {"atomic": 2.0, PAUC_TASK: 0.5})
+    sft_environments: int = 0
+    sft_environment_states: str = "reference"
     contrast_tasks: tuple = ()
     grounding_tasks: tuple = STREAMING_TASKS
     grounding: dict[str, Any] = field(

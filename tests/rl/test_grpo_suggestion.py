@@ -365,6 +365,29 @@ def test_warm_start_rows_from_all_states_target_the_category_on_every_image():
         warm_start_rows(envs, processor, suggest_rate=0.0, states="some")
 
 
+def test_warm_start_suggestion_targets_only_where_the_suggestion_is_valid():
+    from proactive_rl.grpo.suggestion.warm_start import warm_start_rows
+    from proactive_rl.models import build_tiny
+
+    _, processor = build_tiny("qwen2_5_vl", "xs")
+    envs = make_environments("corruption", 3, seed=2, corruptions=["merge"], **KNOBS)
+    answers = [5 + KNOBS["colours"].index(e.answer.split(" ")[0]) for e in envs]
+    # "Restore the colours of the image." (D, index 3) is the merge suggestion: valid at the three merged states,
+    # not at the clean one (asking there fails), so "valid" keeps the category as the clean image's target.
+    rows = warm_start_rows(envs, processor, suggest_rate=0.999, states="all", suggest_states="valid")
+    assert [r["target"] for r in rows] == [t for a in answers for t in (3, 3, 3, a)]
+    rows = warm_start_rows(envs, processor, suggest_rate=0.999, states="all", suggest_states="any")
+    assert [r["target"] for r in rows] == [3] * 12
+    # the same draws: at a lower rate "valid" differs from "any" on the clean rows only
+    any_rows = warm_start_rows(envs, processor, suggest_rate=0.5, seed=3, states="all")
+    valid_rows = warm_start_rows(envs, processor, suggest_rate=0.5, seed=3, states="all", suggest_states="valid")
+    for i, (a, v) in enumerate(zip(any_rows, valid_rows)):
+        clean = i % 4 == 3
+        assert v["target"] == (answers[i // 4] if clean else a["target"])
+    with pytest.raises(ValueError, match="suggest_states: expected one of any, valid, got 'clean'"):
+        warm_start_rows(envs, processor, suggest_rate=0.0, suggest_states="clean")
+
+
 @pytest.mark.slow
 def test_warm_start_trains_in_place_and_lowers_the_loss():
     import torch
@@ -387,3 +410,5 @@ def test_bad_warm_start_states_fail_naming_the_field():
     env = {"source": "synthetic", "kind": "corruption", "num_envs": 1}
     with pytest.raises(ValueError, match="warm_start_states: expected one of reference, all, got 'some'"):
         SuggestionScriptArguments(environments=[env], warm_start_states="some")
+    with pytest.raises(ValueError, match="warm_start_suggest_states: expected one of any, valid, got 'clean'"):
+        SuggestionScriptArguments(environments=[env], warm_start_suggest_states="clean")
