@@ -29,7 +29,6 @@ def main(argv: list[str] | None = None) -> int:
         suggest_rate=script_args.warm_start_suggest_rate,
         seed=training_args.seed,
         states=script_args.warm_start_states,
-        suggest_states=script_args.warm_start_suggest_states,
     )
     model.save_pretrained(training_args.output_dir)
     processor.save_pretrained(training_args.output_dir)

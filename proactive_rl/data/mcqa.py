@@ -19,7 +19,6 @@ The reward columns are those of ``proactive_rewards.get_reward("proactive_sugges
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -52,11 +51,8 @@ __all__ = [
     "parse_environments",
     "proactivebench_environments",
     "rows_to_dataset",
-    "training_rows",
 ]
 
-
-logger = logging.getLogger(__name__)
 
 ENV_FORMATS = ("records", "rows")
 # Difficulty knobs of the synthetic environments (`proactive_rl.synthetic.environments.EnvKnobs`) and frame size.
@@ -352,21 +348,6 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
         )
     if not rows:
         raise EpisodeError("no training rows", file=str(path))
-    return rows
-
-
-def training_rows(sources: list[EnvironmentSpec], hint: bool = False) -> list[dict[str, Any]]:
-    """The training rows of every source: every state of each environment (`environment_rows`, at most its
-    ``max_states`` first), or a ``format: rows`` file's rows as they were built (their questions carry no hint)."""
-    rows = []
-    for src in sources:
-        if src.format == "rows":
-            rows.extend(load_rows(src.source))
-            continue
-        envs = src.build(hint)
-        for env in envs:
-            rows.extend(environment_rows(env, max_states=src.max_states, hint=hint))
-        logger.info("%s: %d environments", src.name, len(envs))
     return rows
 
 

@@ -30,18 +30,12 @@ CONTRAST = "pvqa_contrast"
 _KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", "colour_weights", "size")
 
 
-def suggestion_training_sources() -> list[dict[str, Any]]:
-    """The synthetic training environment entries of ``recipes/tiny/grpo_suggestion.yaml`` (kind, count, seed, knobs)."""
+def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
+    """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
     recipe = shipped_path("tiny/grpo_suggestion.yaml")
     sources = [e for e in yaml.safe_load(recipe.read_text())["environments"] if e.get("source") == "synthetic"]
     if not sources:
         raise ValueError(f"{recipe}: the demo needs synthetic training environments in 'environments'")
-    return sources
-
-
-def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
-    """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
-    sources = suggestion_training_sources()
     knobs = {k: v for k, v in sources[0].items() if k in _KNOB_KEYS}
     return tuple(dict.fromkeys(e["kind"] for e in sources)), knobs
 
@@ -84,10 +78,6 @@ class DemoSettings:
             a task not named: 1): the count episodes twice and half of the pvqa ones. With every weight 1 the xs
             model answered the counts with pvqa's words in two of three seeds (atomic PRS-B 0.0); with these, 80-85
             in every seed (benchmarks/RESULTS.md, "SFT across seeds").
-        sft_environments (`int`): how many of the suggestion recipe's training environments (its kinds, knobs and
-            seed: the ones its warm start trains on) focal SFT also trains, one single-turn MCQA example per state
-            of `sft_environment_states` (`proactive_rl.sft.environments`); 0: none.
-        sft_environment_states (`str`): ``"reference"`` (each environment's clean image) or ``"all"`` states.
         contrast_tasks (`tuple`): the streaming tasks whose training episodes focal SFT also sees asked the pvqa
             question (`proactive_rl.synthetic.contrast`: the same video, a turn per object that comes into view), so
             that the words follow the instruction and not the frames; mixture weight ``sft_weights["pvqa_contrast"]``
@@ -136,8 +126,12 @@ class DemoSettings:
             warm-start learning rate of 1e-3 instead of 3e-3: from seed 0's 900-step streaming GRPO model, accident
             PRS-B 80.6 -> 84.7 after the stage instead of 29.4, MCQA acc 70.0: benchmarks/RESULTS.md, "the suggestion
             stage keeps what it is given"; at weight 3 seed 1 learns MCQA, 0.0 -> 65.0, and seed 0 keeps less
-            accident, 80.5 -> 70.3: same file, "three seeds of 900 SFT steps");
-            empty: no replay (the suggestion stage then forgets every streaming skill: benchmarks/RESULTS.md).
+            accident, 80.5 -> 70.3: same file, "three seeds of 900 SFT steps"). The warm start replays at weight 1
+            (``warm_start_replay_coef``), GRPO at 20: at 20 the warm start of seeds 1-2 never learned the colours
+            (their final models asked at every state, MCQA 0.0), at 1 the final MCQA acc is 60.0 / 95.0 / 70.0 in
+            seeds 0-2 and every streaming task keeps 0.9x its streaming-GRPO score (benchmarks/RESULTS.md, "the
+            warm start's own replay weight"); empty: no replay (the suggestion stage then forgets every streaming
+            skill: benchmarks/RESULTS.md).
         sft (`dict`): overrides of ``recipes/tiny/sft.yaml`` (``max_length`` 1536: a 90 s episode at 0.5 FPS is
             about 1,400 tokens with the xs model, and a dialogue cut short would lose the count task's history;
             learning rate 3e-3 after 30 warm-up steps: at the recipe's 6e-3 after 3, two seeds of three never
@@ -170,8 +164,6 @@ class DemoSettings:
     prs_tasks: tuple = STREAMING_TASKS
     sft_tasks: tuple = (*STREAMING_TASKS, PAUC_TASK)
     sft_weights: dict[str, float] = field(default_factory=lambda: {"atomic": 2.0, PAUC_TASK: 0.5})
-    sft_environments: int = 0
-    sft_environment_states: str = "reference"
     contrast_tasks: tuple = ()
     grounding_tasks: tuple = STREAMING_TASKS
     grounding: dict[str, Any] = field(
@@ -216,7 +208,12 @@ class DemoSettings:
         }
     )
     grpo_suggestion: dict[str, Any] = field(
-        default_factory=lambda: {"replay_coef": 20.0, "replay_batch_size": 4, "warm_start_lr": 1.0e-3}
+        default_factory=lambda: {
+            "replay_coef": 20.0,
+            "warm_start_replay_coef": 1.0,
+            "replay_batch_size": 4,
+            "warm_start_lr": 1.0e-3,
+        }
     )
 
     def data_args(self) -> dict[str, Any]:

@@ -18,14 +18,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from proactive_eval.episodes import load_episodes, save_episodes
-from proactive_rl.demo.settings import (
-    CONTRAST,
-    PAUC_TASK,
-    TASKS,
-    DemoSettings,
-    suggestion_environments,
-    suggestion_training_sources,
-)
+from proactive_rl.demo.settings import CONTRAST, PAUC_TASK, TASKS, DemoSettings, suggestion_environments
 from proactive_rl.models import build_tiny
 from proactive_rl.shipped import shipped_path
 from proactive_rl.synthetic.captions import GROUNDING_TASK, grounding_episode
@@ -196,7 +189,6 @@ def grounding_overrides(settings: DemoSettings, data: Path, model: Path) -> dict
     return {
         **sft_overrides(settings, data, model),
         "dataset_mixture": [{"source": str(task_file(data, "train", GROUNDING_TASK))}],
-        "environments": None,  # the captions alone
         "register_tasks": ["proactive_rl.synthetic.captions"],
         **settings.grounding,
     }
@@ -212,16 +204,11 @@ def sft_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, 
     if unknown:
         raise ValueError(f"contrast_tasks: {', '.join(unknown)}: not a streaming task ({', '.join(TASKS)})")
     tasks = (*settings.sft_tasks, CONTRAST) if settings.contrast_tasks else settings.sft_tasks
-    environments = None
-    if settings.sft_environments:  # the suggestion recipe's training environments, the first N of each entry
-        environments = [{**e, "num_envs": settings.sft_environments} for e in suggestion_training_sources()]
     return {
         "model_name_or_path": str(model),
         "dataset_mixture": [
             {"source": str(task_file(data, "train", t)), "weight": settings.sft_weights.get(t, 1.0)} for t in tasks
         ],
-        "environments": environments,
-        "environment_states": settings.sft_environment_states,
         "save_strategy": "no",
         "seed": settings.seed,
         **settings.sft,

@@ -13,10 +13,8 @@ from typing import Any
 from trl import SFTConfig
 
 from proactive_rl.chat.messages import TRUNCATION
-from proactive_rl.data.mcqa import parse_environments
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
 from proactive_rl.evaluation.config import EvalCallbackConfig
-from proactive_rl.sft.environments import ENVIRONMENT_STATES
 
 DATA_PIPELINES = ("lazy", "eager")
 
@@ -47,11 +45,6 @@ class SFTScriptArguments:
         data_cache_dir (`str`, *optional*): where measured datasets are cached (default
             ``$PROACTIVE_RL_CACHE/measured`` or ``~/.cache/proactive_rl/measured``).
         data_num_proc (`int`, *optional*): processes of the measuring ``Dataset.map``.
-        environments (`list`, *optional*): ask-for-help environments trained beside the dialogues, one single-turn
-            MCQA example per state (`proactive_rl.sft.environments`; the form of the suggestion recipe's
-            ``environments``: `proactive_rl.data.mcqa.EnvironmentSpec`). Needs ``data_pipeline: eager``.
-        environment_states (`str`, *optional*, defaults to `"all"`): ``"reference"``: only each environment's
-            informative image; ``"all"``: every state with a correct category (each state's best guess).
     """
 
     # `proactive-rl train` dispatches on this recipe field (proactive_rl.cli.TRAINERS).
@@ -67,24 +60,11 @@ class SFTScriptArguments:
     data_pipeline: str = field(default="lazy", metadata={"help": f"One of {DATA_PIPELINES}."})
     data_cache_dir: str | None = field(default=None, metadata={"help": "Cache of measured datasets."})
     data_num_proc: int | None = field(default=None, metadata={"help": "Processes of the measuring map."})
-    environments: Any = field(default=None, metadata={"help": "Ask-for-help environments (MCQA examples)."})
-    environment_states: str = field(default="all", metadata={"help": f"One of {ENVIRONMENT_STATES}."})
     # evaluators run while training: a mapping, see `proactive_rl.evaluation.EvalCallbackConfig`.
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
     def __post_init__(self):
         check_data_arguments(self)
-        if self.environments is not None:
-            self.environments = parse_environments(self.environments, "environments")
-            if self.data_pipeline != "eager":
-                raise ValueError(
-                    f"environments: the MCQA examples are encoded in memory; set data_pipeline: eager "
-                    f"(got {self.data_pipeline!r})"
-                )
-        if self.environment_states not in ENVIRONMENT_STATES:
-            raise ValueError(
-                f"environment_states: expected one of {', '.join(ENVIRONMENT_STATES)}, got {self.environment_states!r}"
-            )
         if self.truncation not in TRUNCATION:
             raise ValueError(f"truncation: expected one of {TRUNCATION}, got {self.truncation!r}")
         if self.data_pipeline not in DATA_PIPELINES:

@@ -15,7 +15,6 @@ import logging
 import time
 from dataclasses import replace
 
-from datasets import Dataset, concatenate_datasets
 from transformers import TrainerCallback
 from trl import ModelConfig, TrlParser
 
@@ -31,7 +30,6 @@ from proactive_rl.data.lazy import (
     select_valid,
 )
 from proactive_rl.sft.config import ProactiveSFTConfig, SFTScriptArguments
-from proactive_rl.sft.environments import mcqa_examples
 from proactive_rl.sft.trainer import ProactiveSFTTrainer
 from proactive_rl.training import (
     attach_eval_callback,
@@ -129,21 +127,12 @@ def _eager_data(script_args, training_args, encode, tokenizer):
         return data
 
     train = prepared(script_args.dataset_mixture, "train")
-    train_dataset = as_hf_dataset(train)
-    if script_args.environments:  # single-turn MCQA examples after the dialogues (proactive_rl.sft.environments)
-        mcqa, ids = mcqa_examples(script_args.environments, encode.processor, script_args.environment_states)
-        logger.info("train: %d MCQA examples (%s states)", len(mcqa), script_args.environment_states)
-        start = len(train.examples)
-        train.examples += mcqa
-        train_dataset = concatenate_datasets(
-            [train_dataset, Dataset.from_dict({"index": list(range(start, start + len(mcqa))), "episode_id": ids})]
-        )
     evaluation = prepared(script_args.eval_mixture, "eval") if script_args.eval_mixture else None
     examples = train.examples + (evaluation.examples if evaluation else [])
     eval_dataset = None
     if evaluation:
         eval_dataset = as_hf_dataset(evaluation).map(lambda r: {"index": r["index"] + len(train.examples)})
-    return train_dataset, eval_dataset, EpisodeCollator(examples, tokenizer.pad_token_id), train.skipped
+    return as_hf_dataset(train), eval_dataset, EpisodeCollator(examples, tokenizer.pad_token_id), train.skipped
 
 
 def _lazy_data(script_args, training_args, encode: EpisodeEncoder, tokenizer):

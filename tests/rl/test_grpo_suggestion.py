@@ -365,29 +365,6 @@ def test_warm_start_rows_from_all_states_target_the_category_on_every_image():
         warm_start_rows(envs, processor, suggest_rate=0.0, states="some")
 
 
-def test_warm_start_suggestion_targets_only_where_the_suggestion_is_valid():
-    from proactive_rl.grpo.suggestion.warm_start import warm_start_rows
-    from proactive_rl.models import build_tiny
-
-    _, processor = build_tiny("qwen2_5_vl", "xs")
-    envs = make_environments("corruption", 3, seed=2, corruptions=["merge"], **KNOBS)
-    answers = [5 + KNOBS["colours"].index(e.answer.split(" ")[0]) for e in envs]
-    # "Restore the colours of the image." (D, index 3) is the merge suggestion: valid at the three merged states,
-    # not at the clean one (asking there fails), so "valid" keeps the category as the clean image's target.
-    rows = warm_start_rows(envs, processor, suggest_rate=0.999, states="all", suggest_states="valid")
-    assert [r["target"] for r in rows] == [t for a in answers for t in (3, 3, 3, a)]
-    rows = warm_start_rows(envs, processor, suggest_rate=0.999, states="all", suggest_states="any")
-    assert [r["target"] for r in rows] == [3] * 12
-    # the same draws: at a lower rate "valid" differs from "any" on the clean rows only
-    any_rows = warm_start_rows(envs, processor, suggest_rate=0.5, seed=3, states="all")
-    valid_rows = warm_start_rows(envs, processor, suggest_rate=0.5, seed=3, states="all", suggest_states="valid")
-    for i, (a, v) in enumerate(zip(any_rows, valid_rows)):
-        clean = i % 4 == 3
-        assert v["target"] == (answers[i // 4] if clean else a["target"])
-    with pytest.raises(ValueError, match="suggest_states: expected one of any, valid, got 'clean'"):
-        warm_start_rows(envs, processor, suggest_rate=0.0, suggest_states="clean")
-
-
 @pytest.mark.slow
 def test_warm_start_trains_in_place_and_lowers_the_loss():
     import torch
@@ -410,5 +387,43 @@ def test_bad_warm_start_states_fail_naming_the_field():
     env = {"source": "synthetic", "kind": "corruption", "num_envs": 1}
     with pytest.raises(ValueError, match="warm_start_states: expected one of reference, all, got 'some'"):
         SuggestionScriptArguments(environments=[env], warm_start_states="some")
-    with pytest.raises(ValueError, match="warm_start_suggest_states: expected one of any, valid, got 'clean'"):
-        SuggestionScriptArguments(environments=[env], warm_start_suggest_states="clean")
+
+
+@pytest.mark.parametrize(("coef", "replayed"), [(None, 20.0), (2.0, 2.0), (0.0, None)])
+def test_warm_start_replays_at_its_own_weight(monkeypatch, tmp_path, coef, replayed):
+    """``warm_start_replay_coef`` (default: ``replay_coef``) is the replay weight of the warm start; at 0 the warm
+    start computes no replay term. GRPO keeps ``replay_coef``."""
+    from proactive_rl.data import parse_mixture
+    from proactive_rl.grpo.suggestion import main as suggestion
+
+    seen = {}
+
+    def fake_warm_start(model, processor, envs, **kwargs):
+        seen.update(kwargs)
+
+    monkeypatch.setattr(suggestion, "warm_start", fake_warm_start)
+    replay = [
+        {"source": "synthetic", "task": "accident", "num_episodes": 1, "seed": 5, "knobs": {"duration": [10, 10]}}
+    ]
+    overrides = {"warm_start_steps": 1, "replay_coef": 20.0, "out": tmp_path}
+    if coef is not None:
+        overrides["warm_start_replay_coef"] = coef
+    script_args, training_args, model_args = _tiny_args(**overrides)
+    script_args.replay_mixture = parse_mixture(replay)
+    trainer = suggestion.build_trainer(script_args, training_args, model_args)
+    assert trainer.replay_coef == 20.0
+    if replayed is None:
+        assert seen["replay"] is None
+    else:
+        assert seen["replay"] is trainer.replay and seen["replay_coef"] == replayed
+
+
+def test_warm_start_replay_weight_is_checked_at_start_up():
+    from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
+
+    env = {"source": "synthetic", "kind": "corruption", "num_envs": 1}
+    replay = [{"source": "synthetic", "task": "accident", "num_episodes": 1}]
+    with pytest.raises(ValueError, match="warm_start_replay_coef: expected a number >= 0, got -1.0"):
+        SuggestionScriptArguments(environments=[env], replay_mixture=replay, warm_start_replay_coef=-1.0)
+    args = SuggestionScriptArguments(environments=[env], replay_mixture=replay, replay_coef=20.0)
+    assert args.warm_start_replay_coef == 20.0

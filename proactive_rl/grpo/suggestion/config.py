@@ -13,7 +13,7 @@ from typing import Any
 from proactive_rl.data import parse_mixture
 from proactive_rl.data.mcqa import parse_environments
 from proactive_rl.grpo.reward_guard import ON_ERROR
-from proactive_rl.grpo.suggestion.warm_start import STATES, SUGGEST_STATES
+from proactive_rl.grpo.suggestion.warm_start import STATES
 from proactive_rl.training import eval_callback_config
 
 BACKENDS = ("auto", "vllm", "transformers")
@@ -54,9 +54,6 @@ class SuggestionScriptArguments:
             the suggestion option (teaches which option it is, not when to use it).
         warm_start_states (`str`, *optional*, defaults to `"reference"`): warm-start rows from the reference images
             only, or from ``"all"`` states with the correct category as target (each state's best guess).
-        warm_start_suggest_states (`str`, *optional*, defaults to `"any"`): which warm-start rows may target the
-            suggestion: ``"any"``, or only those whose state has it as a valid move (``"valid"``: never the
-            informative image, where asking fails; with ``warm_start_states: reference`` no row then does).
         replay_mixture (`list`, *optional*): streaming episodes (a dataset mixture, docs/spec.md §1) replayed at every
             warm-start and GRPO step as a distillation term towards the starting model
             (`proactive_rl.grpo.replay`), so a streaming assistant keeps its streaming skills.
@@ -83,7 +80,6 @@ class SuggestionScriptArguments:
     warm_start_lr: float = field(default=3e-3, metadata={"help": "Warm-start learning rate."})
     warm_start_suggest_rate: float = field(default=0.1, metadata={"help": "Warm-start rows targeting the suggestion."})
     warm_start_states: str = field(default="reference", metadata={"help": "reference or all."})
-    warm_start_suggest_states: str = field(default="any", metadata={"help": "any or valid."})
     replay_mixture: Any = field(default=None, metadata={"help": "Streaming episodes replayed (distilled) each step."})
     replay_coef: float = field(default=1.0, metadata={"help": "Weight of the streaming replay term."})
     warm_start_replay_coef: float | None = field(
@@ -107,11 +103,6 @@ class SuggestionScriptArguments:
 
         if self.warm_start_states not in STATES:
             raise ValueError(f"warm_start_states: expected one of {', '.join(STATES)}, got {self.warm_start_states!r}")
-        if self.warm_start_suggest_states not in SUGGEST_STATES:
-            raise ValueError(
-                f"warm_start_suggest_states: expected one of {', '.join(SUGGEST_STATES)}, "
-                f"got {self.warm_start_suggest_states!r}"
-            )
         if self.reward_on_error not in ON_ERROR:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
         self.eval_callback = eval_callback_config(self.eval_callback)  # validated before a model is loaded

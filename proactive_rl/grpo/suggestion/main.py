@@ -30,7 +30,7 @@ import logging
 from trl import GRPOConfig, ModelConfig, TrlParser
 
 from proactive_rewards import get_reward
-from proactive_rl.data.mcqa import rows_to_dataset, suppressed_tokens, training_rows
+from proactive_rl.data.mcqa import EnvironmentSpec, environment_rows, load_rows, rows_to_dataset, suppressed_tokens
 from proactive_rl.grpo.replay import StreamingReplay
 from proactive_rl.grpo.reward_guard import guard_rewards
 from proactive_rl.grpo.suggestion.backend import resolve_generation_backend
@@ -54,6 +54,19 @@ def load_policy(model_args: ModelConfig, seed: int = 0):
     """Model and processor (`load_model_spec`; ``llava_next`` tiny included), without the state tokens:
     single-turn MCQA does not use them."""
     return load_for_training(model_args, seed=seed, state_tokens=False)
+
+
+def build_rows(sources: list[EnvironmentSpec], hint: bool) -> list[dict]:
+    rows = []
+    for src in sources:
+        if src.format == "rows":
+            rows.extend(load_rows(src.source))  # single-turn rows as built (their questions carry no hint)
+            continue
+        envs = src.build(hint)
+        for env in envs:
+            rows.extend(environment_rows(env, max_states=src.max_states, hint=hint))
+        logger.info("%s: %d environments", src.name, len(envs))
+    return rows
 
 
 def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) -> list:
@@ -84,11 +97,10 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
             suggest_rate=script_args.warm_start_suggest_rate,
             seed=training_args.seed,
             states=script_args.warm_start_states,
-            suggest_states=script_args.warm_start_suggest_states,
             replay=replay if script_args.warm_start_replay_coef > 0 else None,
             replay_coef=script_args.warm_start_replay_coef,
         )
-    rows = training_rows(script_args.environments, script_args.hint)
+    rows = build_rows(script_args.environments, script_args.hint)
     logger.info("training rows (single-turn environment states): %d", len(rows))
     suppress = None
     if script_args.answer_letters_only:

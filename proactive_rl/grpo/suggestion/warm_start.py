@@ -11,11 +11,8 @@ built from random weights can do neither, so GRPO alone has nothing to trade off
   (a base model's posterior) — and again nothing about when to ask;
 - the target is the correct category's option letter, except for a `suggest_rate` fraction of rows drawn at
   random whose target is the environment's suggestion option: the model learns which option is the suggestion
-  (GRPO then samples it often enough to be rewarded). With ``suggest_states="any"`` those rows are drawn from
-  every state, the informative image included, where the suggestion is not a valid move (a wrong label); with
-  ``"valid"`` only from the states where it is one, so no warm-start target is wrong. Neither teaches when asking
-  beats guessing (that depends on ``r_p``, GRPO's lesson): at the most ambiguous state a 0.2 rate leaves the
-  suggestion level with each of four equally likely categories.
+  (GRPO then samples it often enough to be rewarded), independently of the image (on the reference image that
+  suggestion would not even be valid, so it cannot teach when to ask).
 
 The loss is cross-entropy over the option letters at the first answer position, the same restricted vocabulary
 ``answer_letters_only`` samples from. Run alone (the model and processor are saved for
@@ -42,16 +39,10 @@ logger = logging.getLogger(__name__)
 
 
 STATES = ("reference", "all")
-SUGGEST_STATES = ("any", "valid")
 
 
 def warm_start_rows(
-    environments: list,
-    processor,
-    suggest_rate: float,
-    seed: int = 0,
-    states: str = "reference",
-    suggest_states: str = "any",
+    environments: list, processor, suggest_rate: float, seed: int = 0, states: str = "reference"
 ) -> list[dict[str, Any]]:
     """Tokenised warm-start rows: prompt and image tensors, target option index.
 
@@ -65,16 +56,11 @@ def warm_start_rows(
             informative image; ``"all"``: one row per state on the way there (`mcqa_data.environment_rows`), the
             target being the correct category even where the image is ambiguous, so the model learns the best
             guess of each state (its posterior) and still nothing about when to ask.
-        suggest_states (`str`, *optional*, defaults to `"any"`): where suggestion targets are drawn: ``"any"``
-            row, or only rows whose state has the suggestion as a valid move (``"valid"``: never the informative
-            image, where asking fails).
     """
     if not 0.0 <= suggest_rate < 1.0:
         raise ValueError(f"suggest_rate: expected a fraction in [0, 1), got {suggest_rate!r}")
     if states not in STATES:
         raise ValueError(f"states: expected one of {', '.join(STATES)}, got {states!r}")
-    if suggest_states not in SUGGEST_STATES:
-        raise ValueError(f"suggest_states: expected one of {', '.join(SUGGEST_STATES)}, got {suggest_states!r}")
     rng = random.Random(seed)
     rows = []
     for env in environments:
@@ -83,16 +69,13 @@ def warm_start_rows(
                 raise ValueError(f"environment {getattr(env, 'id', '?')!r}: the warm start needs `{attr}`")
         env.reset()
         options = list(env.choices)
-        suggestion = next(iter(env.moves))  # the suggestion option (the first valid move)
-        # (image, whether the suggestion is a valid move there); the informative image is the last state
-        images = [(env.images[env.reference_image], False)]
+        images = [env.images[env.reference_image]]
         if states == "all":
-            images = [(r["image"], suggestion in r["valid_actions"]) for r in environment_rows(env) if r["answer"]]
-        for image, can_suggest in images:
+            images = [row["image"] for row in environment_rows(env) if row["answer"]]
+        suggestion = next(iter(env.moves))  # the suggestion option (the first valid move)
+        for image in images:
             observation = MCQAObservation(image, env.prompt, options, [], 0)
-            drawn = rng.random() < suggest_rate
-            suggest = drawn and (can_suggest or suggest_states == "any")
-            target = suggestion if suggest else env.answer
+            target = suggestion if rng.random() < suggest_rate else env.answer
             text = processor.apply_chat_template(
                 mcqa_messages(observation), add_generation_prompt=True, tokenize=False
             )
@@ -136,7 +119,6 @@ def warm_start(
     states: str = "reference",
     replay=None,
     replay_coef: float = 1.0,
-    suggest_states: str = "any",
 ) -> list[float]:
     """Train `model` in place on the reference images of `environments` (module docstring); returns the losses.
 
@@ -152,15 +134,13 @@ def warm_start(
         states (`str`, *optional*, defaults to `"reference"`): which states give rows (`warm_start_rows`).
         replay (*optional*): a `StreamingReplay` whose term, times `replay_coef`, is added at every step.
         replay_coef (`float`, *optional*, defaults to `1.0`): its weight.
-        suggest_states (`str`, *optional*, defaults to `"any"`): where suggestion targets are drawn
-            (`warm_start_rows`).
     """
     # deferred: keeps torch/transformers out of light import paths
     import torch
 
     if steps < 1:
         raise ValueError(f"steps: expected >= 1, got {steps}")
-    rows = warm_start_rows(environments, processor, suggest_rate, seed, states, suggest_states)
+    rows = warm_start_rows(environments, processor, suggest_rate, seed, states)
     tokenizer = getattr(processor, "tokenizer", processor)
     n_max = max(r["n_options"] for r in rows)
     letters = torch.tensor(letter_token_ids(tokenizer, n_max))
