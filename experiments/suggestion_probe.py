@@ -4,11 +4,12 @@ The demo's MCQA cell plays 20 held-out environments; this reads the policy behin
 (the ``merge`` corruption of ``recipes/tiny/grpo_suggestion.yaml``: all colours merged, two bins, three bins, clean):
 how often the model asks (the suggestion option), names the right colour, or names another, per state and per
 colour of the answer, and the play accuracy that policy implies. Optionally it first runs the stage's supervised
-warm start from the given checkpoint (``--warm-start``, with the demo's streaming replay at ``--replay-coef``)::
+warm start from the given checkpoint (``--warm-start``, with the demo's streaming replay at ``--replay-coef``,
+by default the demo's warm-start weight; benchmarks/RESULTS.md, "the warm start's own replay weight")::
 
     python -m experiments.suggestion_probe --model demo_out/seed0/runs/grpo_suggestion
-    python -m experiments.suggestion_probe --model demo_out/seed0/runs/grpo_streaming --demo demo_out/seed0 \\
-        --warm-start --replay-coef 20
+    python -m experiments.suggestion_probe --model demo_out/seed1/runs/grpo_streaming --demo demo_out/seed1 \\
+        --seed 1 --warm-start --replay-coef 20
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from proactive_rl.data.mcqa import letter_token_ids
-from proactive_rl.demo.settings import suggestion_environments
+from proactive_rl.demo.settings import DemoSettings, suggestion_environments
+from proactive_rl.demo.stages import task_file
 from proactive_rl.grpo.suggestion.warm_start import _collate, warm_start_rows
 from proactive_rl.synthetic.environments import make_environments
+
+DEMO = DemoSettings()
 
 
 def state_choices(model, processor, envs) -> list[dict]:
@@ -76,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="training seed (warm start)")
     parser.add_argument("--warm-start", action="store_true", help="first run the stage's warm start")
     parser.add_argument("--demo", help="a demo folder: its streaming training episodes are replayed in the warm start")
-    parser.add_argument("--replay-coef", type=float, default=20.0)
+    parser.add_argument(
+        "--replay-coef", type=float, default=DEMO.grpo_suggestion["warm_start_replay_coef"], help="warm-start replay"
+    )
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--suggest-rate", type=float, default=0.2)
@@ -95,14 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.warm_start:
         train = [e for k in kinds for e in make_environments(k, 96, 0, **knobs)]
         replay = None
-        if args.demo and args.replay_coef > 0:
-            data = Path(args.demo) / "data" / "train"
-            sources = [
-                {"source": str(data / f"episodes.{t}.json")} for t in ("accident", "atomic", "compositional", "pvqa")
-            ]
+        if args.demo and args.replay_coef > 0:  # the demo's replay (`grpo_suggestion_overrides`)
             from proactive_rl.data import parse_mixture
 
-            replay = StreamingReplay(model, processor, parse_mixture(sources, "replay"), 4, seed=args.seed)
+            sources = [{"source": str(task_file(Path(args.demo) / "data", "train", t))} for t in DEMO.replay_tasks]
+            batch = DEMO.grpo_suggestion["replay_batch_size"]
+            replay = StreamingReplay(model, processor, parse_mixture(sources, "replay"), batch, seed=args.seed)
         from proactive_rl.grpo.suggestion.warm_start import warm_start
 
         losses = warm_start(
