@@ -4,8 +4,9 @@ The demo's MCQA cell plays 20 held-out environments; this reads the policy behin
 (the ``merge`` corruption of ``recipes/tiny/grpo_suggestion.yaml``: all colours merged, two bins, three bins, clean):
 how often the model asks (the suggestion option), names the right colour, or names another, per state and per
 colour of the answer, and the play accuracy that policy implies. Optionally it first runs the stage's supervised
-warm start from the given checkpoint (``--warm-start``, with the demo's streaming replay at ``--replay-coef``,
-by default the demo's warm-start weight; benchmarks/RESULTS.md, "the warm start's own replay weight")::
+warm start from the given checkpoint (``--warm-start``: the recipe the demo wrote, ``<demo>/recipes/grpo_suggestion.yaml``,
+its environments and streaming replay, with ``--steps`` / ``--lr`` / ``--replay-coef`` overriding it;
+benchmarks/RESULTS.md, "the warm start's own replay weight")::
 
     python -m experiments.suggestion_probe --model demo_out/seed0/runs/grpo_suggestion
     python -m experiments.suggestion_probe --model demo_out/seed1/runs/grpo_streaming --demo demo_out/seed1 \\
@@ -21,12 +22,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from proactive_rl.data.mcqa import letter_token_ids
-from proactive_rl.demo.settings import DemoSettings, suggestion_environments
-from proactive_rl.demo.stages import task_file
+from proactive_rl.demo.settings import suggestion_environments
 from proactive_rl.grpo.suggestion.warm_start import _collate, warm_start_rows
 from proactive_rl.synthetic.environments import make_environments
-
-DEMO = DemoSettings()
 
 
 def state_choices(model, processor, envs) -> list[dict]:
@@ -79,13 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=200, help="probe environments (another seed than training)")
     parser.add_argument("--seed", type=int, default=0, help="training seed (warm start)")
     parser.add_argument("--warm-start", action="store_true", help="first run the stage's warm start")
-    parser.add_argument("--demo", help="a demo folder: its streaming training episodes are replayed in the warm start")
-    parser.add_argument(
-        "--replay-coef", type=float, default=DEMO.grpo_suggestion["warm_start_replay_coef"], help="warm-start replay"
-    )
-    parser.add_argument("--steps", type=int, default=600)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--suggest-rate", type=float, default=0.2)
+    parser.add_argument("--demo", help="a demo folder: the warm start runs its recipes/grpo_suggestion.yaml")
+    parser.add_argument("--replay-coef", type=float, help="warm-start replay weight (default: the recipe's)")
+    parser.add_argument("--steps", type=int, help="warm-start steps (default: the recipe's)")
+    parser.add_argument("--lr", type=float, help="warm-start learning rate (default: the recipe's)")
     parser.add_argument("--out", help="write the summary JSON here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -98,36 +93,31 @@ def main(argv: list[str] | None = None) -> int:
     model, processor = load_model(args.model)
     kinds, knobs = suggestion_environments()
     result = {"model": args.model}
-    if args.warm_start:
-        train = [e for k in kinds for e in make_environments(k, 96, 0, **knobs)]
+    if args.warm_start:  # the stage's own warm start, from the recipe the demo wrote (`recipe_warm_start`)
+        from proactive_rl.grpo.suggestion.main import make_parser, recipe_warm_start
+
+        if not args.demo:
+            raise SystemExit("--warm-start: needs --demo (its recipes/grpo_suggestion.yaml and replayed episodes)")
+        argv = ["--config", str(Path(args.demo) / "recipes" / "grpo_suggestion.yaml")]
+        for flag, value in (("warm_start_steps", args.steps), ("warm_start_lr", args.lr)):
+            if value is not None:
+                argv += [f"--{flag}", str(value)]
+        script_args, training_args, _ = make_parser().parse_args_and_config(argv)
+        if args.replay_coef is not None:
+            script_args.warm_start_replay_coef = args.replay_coef
         replay = None
-        if args.demo and args.replay_coef > 0:  # the demo's replay (`grpo_suggestion_overrides`)
-            from proactive_rl.data import parse_mixture
-
-            sources = [{"source": str(task_file(Path(args.demo) / "data", "train", t))} for t in DEMO.replay_tasks]
-            batch = DEMO.grpo_suggestion["replay_batch_size"]
-            replay = StreamingReplay(model, processor, parse_mixture(sources, "replay"), batch, seed=args.seed)
-        from proactive_rl.grpo.suggestion.warm_start import warm_start
-
-        losses = warm_start(
-            model,
-            processor,
-            train,
-            steps=args.steps,
-            learning_rate=args.lr,
-            suggest_rate=args.suggest_rate,
-            seed=args.seed,
-            states="all",
-            replay=replay,
-            replay_coef=args.replay_coef,
-        )
+        if script_args.replay_mixture:
+            replay = StreamingReplay(
+                model, processor, script_args.replay_mixture, script_args.replay_batch_size, seed=args.seed
+            )
+        losses = recipe_warm_start(model, processor, script_args, args.seed, replay)
         result.update(
             warm_start={
-                "steps": args.steps,
-                "lr": args.lr,
-                "replay_coef": args.replay_coef,
+                "steps": script_args.warm_start_steps,
+                "lr": script_args.warm_start_lr,
+                "replay_coef": script_args.warm_start_replay_coef,
                 "loss_first": round(losses[0], 3),
-                "loss_last_50": round(sum(losses[-50:]) / 50, 3),
+                "loss_last_50": round(sum(losses[-50:]) / len(losses[-50:]), 3),
             }
         )
     model.eval()

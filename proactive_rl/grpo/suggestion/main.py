@@ -74,6 +74,26 @@ def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) 
     return guard_rewards([reward], script_args.reward_on_error, num_generations, script_args.max_reward_error_rate)
 
 
+def recipe_warm_start(model, processor, script_args: SuggestionScriptArguments, seed: int, replay=None) -> list[float]:
+    """The recipe's supervised warm start (`warm_start`) on its synthetic training environments, `replay` at
+    ``warm_start_replay_coef`` (none at 0); returns the losses."""
+    envs = [env for src in script_args.environments if src.source == "synthetic" for env in src.build()]
+    if not envs:
+        raise ValueError("warm_start_steps: the warm start needs synthetic training environments")
+    return warm_start(
+        model,
+        processor,
+        envs,
+        steps=script_args.warm_start_steps,
+        learning_rate=script_args.warm_start_lr,
+        suggest_rate=script_args.warm_start_suggest_rate,
+        seed=seed,
+        states=script_args.warm_start_states,
+        replay=replay if script_args.warm_start_replay_coef > 0 else None,
+        replay_coef=script_args.warm_start_replay_coef,
+    )
+
+
 def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
     """Model, rows (validated before the first step), guarded reward and `SuggestionGRPOTrainer`, ready to `train()`."""
     check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
@@ -85,21 +105,7 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
             model, processor, script_args.replay_mixture, script_args.replay_batch_size, seed=training_args.seed
         )
     if script_args.warm_start_steps > 0:
-        envs = [env for src in script_args.environments if src.source == "synthetic" for env in src.build()]
-        if not envs:
-            raise ValueError("warm_start_steps: the warm start needs synthetic training environments")
-        warm_start(
-            model,
-            processor,
-            envs,
-            steps=script_args.warm_start_steps,
-            learning_rate=script_args.warm_start_lr,
-            suggest_rate=script_args.warm_start_suggest_rate,
-            seed=training_args.seed,
-            states=script_args.warm_start_states,
-            replay=replay if script_args.warm_start_replay_coef > 0 else None,
-            replay_coef=script_args.warm_start_replay_coef,
-        )
+        recipe_warm_start(model, processor, script_args, training_args.seed, replay)
     rows = build_rows(script_args.environments, script_args.hint)
     logger.info("training rows (single-turn environment states): %d", len(rows))
     suppress = None
