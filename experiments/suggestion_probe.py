@@ -86,7 +86,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     import torch
 
-    from proactive_rl.grpo.replay import StreamingReplay
     from proactive_rl.models import load_model
 
     torch.manual_seed(args.seed)
@@ -94,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds, knobs = suggestion_environments()
     result = {"model": args.model}
     if args.warm_start:  # the stage's own warm start, from the recipe the demo wrote (`recipe_warm_start`)
-        from proactive_rl.grpo.suggestion.main import make_parser, recipe_warm_start
+        from proactive_rl.grpo.suggestion.main import make_parser, recipe_replay, recipe_warm_start
 
         if not args.demo:
             raise SystemExit("--warm-start: needs --demo (its recipes/grpo_suggestion.yaml and replayed episodes)")
@@ -105,11 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         script_args, training_args, _ = make_parser().parse_args_and_config(argv)
         if args.replay_coef is not None:
             script_args.warm_start_replay_coef = args.replay_coef
-        replay = None
-        if script_args.replay_mixture:
-            replay = StreamingReplay(
-                model, processor, script_args.replay_mixture, script_args.replay_batch_size, seed=args.seed
-            )
+        replay = recipe_replay(model, processor, script_args, args.seed)
         losses = recipe_warm_start(model, processor, script_args, args.seed, replay)
         result.update(
             warm_start={

@@ -74,6 +74,13 @@ def build_rewards(script_args: SuggestionScriptArguments, num_generations: int) 
     return guard_rewards([reward], script_args.reward_on_error, num_generations, script_args.max_reward_error_rate)
 
 
+def recipe_replay(model, processor, script_args: SuggestionScriptArguments, seed: int) -> StreamingReplay | None:
+    """The recipe's streaming replay (``replay_mixture``, ``replay_batch_size``); `None` without a mixture."""
+    if not script_args.replay_mixture:
+        return None
+    return StreamingReplay(model, processor, script_args.replay_mixture, script_args.replay_batch_size, seed=seed)
+
+
 def recipe_warm_start(model, processor, script_args: SuggestionScriptArguments, seed: int, replay=None) -> list[float]:
     """The recipe's supervised warm start (`warm_start`) on its synthetic training environments, `replay` at
     ``warm_start_replay_coef`` (none at 0); returns the losses."""
@@ -99,11 +106,7 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
     check_model_args(model_args)  # a missing model folder or an unusable QLoRA flag fails first
     resolve_generation_backend(script_args.generation_backend, training_args)
     model, processor = load_policy(model_args, seed=training_args.seed)
-    replay = None
-    if script_args.replay_mixture:
-        replay = StreamingReplay(
-            model, processor, script_args.replay_mixture, script_args.replay_batch_size, seed=training_args.seed
-        )
+    replay = recipe_replay(model, processor, script_args, training_args.seed)
     if script_args.warm_start_steps > 0:
         recipe_warm_start(model, processor, script_args, training_args.seed, replay)
     rows = build_rows(script_args.environments, script_args.hint)
