@@ -93,6 +93,9 @@ class _FrameResizer:
             return np.ascontiguousarray(np.moveaxis(np.asarray(out), 0, -1))
         import torch
 
-        image = torch.from_numpy(np.ascontiguousarray(frame)).permute(2, 0, 1).contiguous()
+        frame = np.ascontiguousarray(frame)
+        if not frame.flags.writeable:  # torch warns on read-only arrays (decoded or memory-mapped frames)
+            frame = frame.copy()
+        image = torch.from_numpy(frame).permute(2, 0, 1).contiguous()
         out = backend_resize(image, size, resample=ip.resample)
         return np.ascontiguousarray(out.permute(1, 2, 0).numpy())

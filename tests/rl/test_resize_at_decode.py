@@ -1,6 +1,7 @@
 """Frames resized at decode time to the processor's size encode exactly like full-size frames (docs/spec.md §2)."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -118,3 +119,15 @@ def test_rendered_synthetic_frames_encode_like_full_size_frames(processor):
     )
     assert (new["pixel_values"] - old["pixel_values"]).abs().max().item() <= 1e-6
     assert {f.shape for _, f in frames_of(episode, frame_resizer(processor))} == {(56, 56, 3)}
+
+
+def test_read_only_frame_resizes_without_warning_and_unchanged(processor):
+    """Decoded or memory-mapped frames are read-only: the resize copies them, warns nothing, leaves them as they were."""
+    frame = np.random.default_rng(1).integers(0, 256, (360, 640, 3)).astype(np.uint8)
+    writable = frame_resizer(processor)(frame.copy())
+    frame.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = frame_resizer(processor)(frame)
+    np.testing.assert_array_equal(out, writable)
+    assert not frame.flags.writeable
