@@ -411,6 +411,28 @@ def test_report_shows_what_wrong_words_cost():
     assert report.timing_table(RUN) == ""  # no timing scores: no table
 
 
+def test_report_shows_how_each_stage_answers_the_targets():
+    counts = {"accident/num_targets": 34, "atomic/prs_b": 98.0}  # atomic: no counts, no columns
+    stages = [
+        _stage(
+            "sft",
+            **{**counts, "accident/prs_b": 73.5, "accident/missed_targets": 0},
+            **{"accident/repeated_targets": 14, "accident/median_latency_b": -2.0},
+        ),
+        _stage(
+            "grpo_streaming",
+            **{**counts, "accident/prs_b": 93.7, "accident/missed_targets": 1},
+            **{"accident/repeated_targets": 2, "accident/median_latency_b": 0.0},
+        ),
+    ]
+    table = report.answers_table(stages).splitlines()
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    assert head == ["stage"] + [f"accident (34 targets) {w}" for w in ("missed", "repeated", "latency s")]
+    assert [c.strip() for c in table[2].strip("|").split("|")] == ["sft", "0", "14", "-2.00"]
+    assert [c.strip() for c in table[3].strip("|").split("|")] == ["grpo_streaming", "1", "2", "0.00"]
+    assert report.answers_table(RUN) == ""  # no counts: no table
+
+
 def test_the_demo_world_leaves_room_to_show_seeing():
     """On the episodes the demo scores, the blind schedule fitted on its training split stays at most 65 PRS-B
     on every streaming task, in seeds 0-2 (`make demo SEEDS=3`); the 10-14 s world of earlier demos scored 79-91."""

@@ -102,9 +102,11 @@ def pauc_table(summary: dict[str, Any]) -> str:
 def prs_table(summary: dict[str, Any]) -> str:
     """Markdown PRS table: one row per task and an overall row (× 100; latency in seconds)."""
     header = ["task", "coverage", "targets", "PRS-U", "PRS-B", "PRS-U no-pen.", "PRS-B no-pen.", "PRS-B timing"]
-    header += ["resp/target (U)", "resp/target (B)", "median latency B (s)", "malformed", "content scorer"]
+    header += ["resp/target (U)", "resp/target (B)", "missed (B)", "repeated (B)", "median latency B (s)"]
+    header += ["malformed", "content scorer"]
     keys = ["num_targets", "prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "prs_b_timing", "resp_per_target_u"]
-    keys += ["resp_per_target_b", "median_latency_b", "malformed_outputs", "content_scorer"]
+    keys += ["resp_per_target_b", "missed_targets", "repeated_targets", "median_latency_b", "malformed_outputs"]
+    keys += ["content_scorer"]
     rows = []
     for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
         rows.append([name, s.get("coverage", s["num_episodes"])] + [s.get(k) for k in keys])

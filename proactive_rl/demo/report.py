@@ -93,6 +93,34 @@ def timing_table(stages: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def answers_table(stages: list[dict[str, Any]]) -> str:
+    """Markdown: per stage and task, how the held-out targets were answered under PRS-B matching (docs/spec.md §4,
+    §12): missed (no response), repeated (more than one: the target's score is divided among them) and the median
+    latency of each target's best response (negative: early). What a stage fixes or breaks, where PRS-B only says by
+    how much. Empty without these counts."""
+    tasks = [k.split("/")[0] for _, k in columns(stages) if k.endswith("/prs_b")]
+    ran = [s for s in stages if s.get("metrics")]
+    tasks = [t for t in tasks if any(s["metrics"].get(f"{t}/num_targets") is not None for s in ran)]
+    if not tasks:
+        return ""
+    targets = {
+        t: next(s["metrics"][f"{t}/num_targets"] for s in ran if f"{t}/num_targets" in s["metrics"]) for t in tasks
+    }
+    header = ["stage"] + [
+        f"{t} ({targets[t]} targets) {what}" for t in tasks for what in ("missed", "repeated", "latency s")
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for stage in ran:
+        m = stage["metrics"]
+        cells = [
+            _cell(m.get(f"{t}/{key}"))
+            for t in tasks
+            for key in ("missed_targets", "repeated_targets", "median_latency_b")
+        ]
+        lines.append(f"| {stage['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _cell(value) -> str:
     return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
@@ -231,7 +259,7 @@ def write_report(
     files = {"stages_plot": plot_stages(with_blind(stages), report / "metrics_by_stage.png")}
     for episode in timeline_episodes:
         files[f"timeline_{episode.id}"] = plot_timeline(episode, stages, report / f"timeline_{episode.id}.png")
-    looks, timing = looks_table(stages), timing_table(stages)
+    looks, timing, answers = looks_table(stages), timing_table(stages), answers_table(stages)
     lines = [
         "# proactive-rl demo report",
         "",
@@ -276,6 +304,18 @@ def write_report(
                 "",
             ]
             if timing
+            else []
+        ),
+        *(
+            [
+                "How each stage answers the held-out targets (PRS-B matching, docs/spec.md §4): targets missed (no "
+                "response), repeated (more than one response: PRS-B divides the target's score among them) and the "
+                "median latency of each target's best response in seconds (negative: early):",
+                "",
+                answers,
+                "",
+            ]
+            if answers
             else []
         ),
         *(["What the demo should show (`proactive_rl/demo/checks.py`):", "", checks, ""] if checks else []),

@@ -38,6 +38,22 @@ def test_hand_computed_prs_u_and_b():
     assert c1["B"].score == pytest.approx((E(-0.05) / 2 + E(-0.45)) / 2)
     assert c1["B_nopenalty"].score == pytest.approx((E(-0.05) + E(-0.45)) / 2)
     assert report.no_targets == ["x"]
+    # targets 10 (two responses) and 30 (one): both answered, one repeated
+    # and a1's target 20 gets nothing: missed
+    groups = report.summary()["groups"]
+    atomic, accident = groups["atomic"], groups["accident"]
+    assert [atomic[k] for k in ("num_targets", "answered_targets", "missed_targets", "repeated_targets")] == [
+        2,
+        2,
+        0,
+        1,
+    ]
+    assert [accident[k] for k in ("num_targets", "answered_targets", "missed_targets", "repeated_targets")] == [
+        1,
+        0,
+        1,
+        0,
+    ]
 
 
 def test_timing_only_prs_b_counts_every_word_right():

@@ -34,9 +34,10 @@ def test_markdown_tables_hold_the_numbers():
     md = markdown_report(results)
     # PAUC: the 8 s point (1) falls after the related end (5 s) below 2 -> dropped: (2*0.5 + 8*2)/20 = 85
     assert "| pvqa:TV | 1/1 | 1 | 1 | 1 | 85.00 |" in md
-    # PRS: target 5 gets two responses, best 1.0 -> 50 with the penalty, 100 without; timing only: 50 (words right)
+    # PRS: target 5 gets two responses (none missed, one repeated), best 1.0 -> 50 with the penalty, 100 without;
+    # timing only: 50 (words right)
     assert (
-        "| event_type | 1/1 | 1 | 50.00 | 50.00 | 100.00 | 100.00 | 50.00 | 2.00 | 2.00 | 0.00 | 0 | exact_match |"
+        "| event_type | 1/1 | 1 | 50.00 | 50.00 | 100.00 | 100.00 | 50.00 | 2.00 | 2.00 | 0 | 1 | 0.00 | 0 | exact_match |"
         in md
     )
     assert "- judge: `table`" in md

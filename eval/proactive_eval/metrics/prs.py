@@ -95,6 +95,8 @@ class PRSReport:
             out[f"median_latency_{mode.lower()}"] = round(statistics.median(latencies), 4) if latencies else None
         out["num_targets"] = sum(len(e.results["B"].per_target) for e in episodes)
         out["answered_targets"] = sum(bool(t.matched) for e in episodes for t in e.results["B"].per_target)
+        out["missed_targets"] = out["num_targets"] - out["answered_targets"]
+        out["repeated_targets"] = sum(len(t.matched) > 1 for e in episodes for t in e.results["B"].per_target)
         out["malformed_outputs"] = sum(
             sum(r.malformed for t in e.results["B"].per_target for r in t.matched) for e in episodes
         )
@@ -102,7 +104,9 @@ class PRSReport:
 
     def summary(self) -> dict[str, Any]:
         """``{"overall": {...}, "groups": {task: {...}}}``: ``prs_u``, ``prs_b``, ``prs_u_nopenalty``,
-        ``prs_b_nopenalty``, ``prs_b_timing`` (× 100), ``resp_per_target_{u,b}``, ``median_latency_{u,b}`` (seconds)."""
+        ``prs_b_nopenalty``, ``prs_b_timing`` (× 100), ``resp_per_target_{u,b}``, ``median_latency_{u,b}`` (seconds),
+        ``num_targets``, ``answered_targets``, ``missed_targets`` and ``repeated_targets`` (PRS-B matching: a response
+        or more, none, more than one)."""
         groups: dict[str, list[EpisodePRS]] = defaultdict(list)
         for e in self.episodes:
             groups[e.group].append(e)
