@@ -59,15 +59,15 @@ def looks_table(stages: list[dict[str, Any]]) -> str:
     if not groups:
         return ""
     header = ["stage"] + [f"{name} {what}" for name, _ in groups for what in ("own", "swap", "gain")]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    rows = []
     for stage in ran:
         m, cells = stage["metrics"], []
         for _, key in groups:
             own, swap = m.get(key), m.get(f"{key}_swap")
             gain = own - swap if own is not None and swap is not None else None
             cells += [_cell(own), _cell(swap), _cell(gain)]
-        lines.append(f"| {stage['name']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([stage["name"], *cells])
+    return _markdown(header, rows)
 
 
 def timing_table(stages: list[dict[str, Any]]) -> str:
@@ -79,18 +79,15 @@ def timing_table(stages: list[dict[str, Any]]) -> str:
     if not tasks:
         return ""
     header = ["stage"] + [f"{t} PRS-B{what}" for t in tasks for what in ("", " timing", " words cost")]
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---" for _ in header) + "|",
-    ]
+    rows = []
     for stage in ran:
         m, cells = stage["metrics"], []
         for t in tasks:
             scored, timing = m.get(f"{t}/prs_b"), m.get(f"{t}/prs_b_timing")
             cost = timing - scored if scored is not None and timing is not None else None
             cells += [_cell(scored), _cell(timing), _cell(cost)]
-        lines.append(f"| {stage['name']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([stage["name"], *cells])
+    return _markdown(header, rows)
 
 
 def answers_table(stages: list[dict[str, Any]]) -> str:
@@ -109,16 +106,9 @@ def answers_table(stages: list[dict[str, Any]]) -> str:
     header = ["stage"] + [
         f"{t} ({targets[t]} targets) {what}" for t in tasks for what in ("missed", "repeated", "latency s")
     ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    for stage in ran:
-        m = stage["metrics"]
-        cells = [
-            _cell(m.get(f"{t}/{key}"))
-            for t in tasks
-            for key in ("missed_targets", "repeated_targets", "median_latency_b")
-        ]
-        lines.append(f"| {stage['name']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    keys = ("missed_targets", "repeated_targets", "median_latency_b")
+    rows = [[s["name"], *(_cell(s["metrics"].get(f"{t}/{key}")) for t in tasks for key in keys)] for s in ran]
+    return _markdown(header, rows)
 
 
 def _cell(value) -> str:
@@ -138,10 +128,12 @@ def table_rows(stages: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def markdown_table(stages: list[dict[str, Any]]) -> str:
-    header = ["stage"] + [name for name, _ in columns(stages)]
+    return _markdown(["stage"] + [name for name, _ in columns(stages)], table_rows(with_blind(stages)))
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in table_rows(with_blind(stages))]
-    return "\n".join(lines)
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
 def console_table(stages: list[dict[str, Any]]) -> str:
