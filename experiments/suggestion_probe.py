@@ -97,11 +97,11 @@ def main(argv: list[str] | None = None) -> int:
 
         if not args.demo:
             raise SystemExit("--warm-start: needs --demo (its recipes/grpo_suggestion.yaml and replayed episodes)")
-        argv = ["--config", str(Path(args.demo) / "recipes" / "grpo_suggestion.yaml")]
+        recipe_argv = ["--config", str(Path(args.demo) / "recipes" / "grpo_suggestion.yaml")]
         for flag, value in (("warm_start_steps", args.steps), ("warm_start_lr", args.lr)):
             if value is not None:
-                argv += [f"--{flag}", str(value)]
-        script_args, training_args, _ = make_parser().parse_args_and_config(argv)
+                recipe_argv += [f"--{flag}", str(value)]
+        script_args, _, _ = make_parser().parse_args_and_config(recipe_argv)
         if args.replay_coef is not None:
             script_args.warm_start_replay_coef = args.replay_coef
         replay = recipe_replay(model, processor, script_args, args.seed)

@@ -411,19 +411,19 @@ def test_report_shows_what_wrong_words_cost():
     assert report.timing_table(RUN) == ""  # no timing scores: no table
 
 
+ACCIDENT_ANSWERS = (
+    "accident/prs_b",
+    "accident/missed_targets",
+    "accident/repeated_targets",
+    "accident/median_latency_b",
+)
+
+
 def test_report_shows_how_each_stage_answers_the_targets():
     counts = {"accident/num_targets": 34, "atomic/prs_b": 98.0}  # atomic: no counts, no columns
     stages = [
-        _stage(
-            "sft",
-            **{**counts, "accident/prs_b": 73.5, "accident/missed_targets": 0},
-            **{"accident/repeated_targets": 14, "accident/median_latency_b": -2.0},
-        ),
-        _stage(
-            "grpo_streaming",
-            **{**counts, "accident/prs_b": 93.7, "accident/missed_targets": 1},
-            **{"accident/repeated_targets": 2, "accident/median_latency_b": 0.0},
-        ),
+        _stage("sft", **counts, **dict(zip(ACCIDENT_ANSWERS, (73.5, 0, 14, -2.0)))),
+        _stage("grpo_streaming", **counts, **dict(zip(ACCIDENT_ANSWERS, (93.7, 1, 2, 0.0)))),
     ]
     table = report.answers_table(stages).splitlines()
     head = [c.strip() for c in table[0].strip("|").split("|")]

@@ -73,9 +73,7 @@ def looks_table(stages: list[dict[str, Any]]) -> str:
 def timing_table(stages: list[dict[str, Any]]) -> str:
     """Markdown: per stage and task, PRS-B, the timing-only PRS-B (every response's words counted right,
     ``prs_b_timing``, docs/spec.md §4) and their difference, what wrong words cost. Empty without timing scores."""
-    tasks = [k.split("/")[0] for _, k in columns(stages) if k.endswith("/prs_b")]
-    ran = [s for s in stages if s.get("metrics")]
-    tasks = [t for t in tasks if any(s["metrics"].get(f"{t}/prs_b_timing") is not None for s in ran)]
+    tasks, ran = _tasks_with(stages, "prs_b_timing")
     if not tasks:
         return ""
     header = ["stage"] + [f"{t} PRS-B{what}" for t in tasks for what in ("", " timing", " words cost")]
@@ -95,20 +93,23 @@ def answers_table(stages: list[dict[str, Any]]) -> str:
     §12): missed (no response), repeated (more than one: the target's score is divided among them) and the median
     latency of each target's best response (negative: early). What a stage fixes or breaks, where PRS-B only says by
     how much. Empty without these counts."""
-    tasks = [k.split("/")[0] for _, k in columns(stages) if k.endswith("/prs_b")]
-    ran = [s for s in stages if s.get("metrics")]
-    tasks = [t for t in tasks if any(s["metrics"].get(f"{t}/num_targets") is not None for s in ran)]
+    tasks, ran = _tasks_with(stages, "num_targets")
     if not tasks:
         return ""
-    targets = {
-        t: next(s["metrics"][f"{t}/num_targets"] for s in ran if f"{t}/num_targets" in s["metrics"]) for t in tasks
-    }
+    targets = {t: next(n for s in ran if (n := s["metrics"].get(f"{t}/num_targets")) is not None) for t in tasks}
     header = ["stage"] + [
         f"{t} ({targets[t]} targets) {what}" for t in tasks for what in ("missed", "repeated", "latency s")
     ]
     keys = ("missed_targets", "repeated_targets", "median_latency_b")
     rows = [[s["name"], *(_cell(s["metrics"].get(f"{t}/{key}")) for t in tasks for key in keys)] for s in ran]
     return _markdown(header, rows)
+
+
+def _tasks_with(stages: list[dict[str, Any]], key: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """The PRS tasks (table order) for which some evaluated stage reports ``<task>/<key>``, and the evaluated stages."""
+    ran = [s for s in stages if s.get("metrics")]
+    tasks = [k.split("/")[0] for _, k in columns(stages) if k.endswith("/prs_b")]
+    return [t for t in tasks if any(s["metrics"].get(f"{t}/{key}") is not None for s in ran)], ran
 
 
 def _cell(value) -> str:

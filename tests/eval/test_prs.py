@@ -41,19 +41,9 @@ def test_hand_computed_prs_u_and_b():
     # targets 10 (two responses) and 30 (one): both answered, one repeated
     # and a1's target 20 gets nothing: missed
     groups = report.summary()["groups"]
-    atomic, accident = groups["atomic"], groups["accident"]
-    assert [atomic[k] for k in ("num_targets", "answered_targets", "missed_targets", "repeated_targets")] == [
-        2,
-        2,
-        0,
-        1,
-    ]
-    assert [accident[k] for k in ("num_targets", "answered_targets", "missed_targets", "repeated_targets")] == [
-        1,
-        0,
-        1,
-        0,
-    ]
+    counts = ("num_targets", "answered_targets", "missed_targets", "repeated_targets")
+    assert [groups["atomic"][k] for k in counts] == [2, 2, 0, 1]
+    assert [groups["accident"][k] for k in counts] == [1, 0, 1, 0]
 
 
 def test_timing_only_prs_b_counts_every_word_right():
