@@ -33,7 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: every stage on a fraction of the data and steps"
     )
-    parser.add_argument("--seed", type=int, default=0, help="model, data and training seed (default: 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=DemoSettings.seed,
+        help=f"model, data and training seed (default: {DemoSettings.seed})",
+    )
     parser.add_argument(
         "--seeds",
         type=int,
@@ -253,8 +258,8 @@ def _run_meta(wall_s: float, command: str) -> dict[str, Any]:
 
 def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     """The CPU's name, family / model numbers and whether it has AVX-512, from `cpuinfo` (Linux), else
-    `platform.processor`: the demo's floats depend on it (the same seed differs by up to 25 PRS-B points between two
-    2-core machines, benchmarks/RESULTS.md, "three seeds of another CPU"), so the report names it."""
+    `platform.processor`: the demo's floats depend on it (the same seed differed by up to 25 PRS-B points between two
+    2-core machines), so the report names it."""
     fallback = platform.processor() or "unknown CPU"
     fields: dict[str, str] = {}
     try:
