@@ -25,11 +25,11 @@ from typing import Any
 from proactive_rl.demo.plan import STAGES, TRAINED, Stage
 from proactive_rl.demo.settings import DemoSettings, quick
 
+OUT = "demo_out"  # the output folder of `run_demo` and ``proactive-rl demo``
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--out", default="demo_out", help="output folder (model, data, runs, eval, report; default: demo_out)"
-    )
+    parser.add_argument("--out", default=OUT, help=f"output folder (model, data, runs, eval, report; default: {OUT})")
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: every stage on a fraction of the data and steps"
     )
@@ -71,7 +71,7 @@ def _timeline_episodes(data: Path, settings: DemoSettings) -> list:
 
 
 def run_demo(
-    out: str | Path = "demo_out",
+    out: str | Path = OUT,
     settings: DemoSettings | None = None,
     train_stages: tuple[str, ...] = TRAINED,
     progress: bool = True,
@@ -99,17 +99,14 @@ def run_demo(
     say(f"setup (model + data): {time.perf_counter() - t0:.0f} s")
 
     results: list[dict[str, Any]] = []
-    models = {"untrained": model_dir}  # stage key -> the model it produced; each stage starts from the latest
+    models: dict[str, Path] = {}  # stage key -> its model, in order; a training stage starts from the latest
     for stage in STAGES:
         row: dict[str, Any] = {"key": stage.key, "name": stage.name, "what": stage.what, "metrics": None}
         results.append(row)
-        checkpoint = model_dir
-        if stage.trainer is not None:
-            checkpoint = _train(stage, row, settings, data, out, train_stages, models)
-            if checkpoint is None:
-                continue
-            models[stage.key] = checkpoint
-        _evaluate(stage, row, checkpoint, data, settings, out, progress)
+        model = model_dir if stage.trainer is None else _train(stage, row, settings, data, out, train_stages, models)
+        if model is not None:
+            models[stage.key] = model
+            _evaluate(stage, row, model, data, settings, out, progress)
 
     wall = time.perf_counter() - start
     meta = _run_meta(wall, command)
