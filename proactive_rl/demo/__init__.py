@@ -12,12 +12,15 @@
 then prints the before/after table and which of the expected directions hold (`proactive_rl.demo.checks`), and
 writes ``<out>/report/`` (the table in markdown, a metric-by-stage chart,
 episode timelines). A stage whose code is missing or that fails is reported in the table as ``not run: <reason>`` /
-``failed: <error>`` and the demo goes on with the stages that do not need it. ``--quick`` is a smoke run.
+``failed: <error>`` and the demo goes on with the stages that do not need it. ``--quick`` is a smoke run: it says
+so and checks only that every stage ran.
 
-The pipeline is `proactive_rl.demo.pipeline`; this package re-exports its entry points.
+The stages are records (`proactive_rl.demo.plan.STAGES`), the pipeline a loop over them
+(`proactive_rl.demo.pipeline`); this package re-exports its entry points.
 """
 
-from proactive_rl.demo.pipeline import STAGES, add_arguments, run, run_demo
+from proactive_rl.demo.pipeline import add_arguments, run, run_demo
+from proactive_rl.demo.plan import STAGES, Stage
 from proactive_rl.demo.settings import DemoSettings, quick
 
-__all__ = ["STAGES", "DemoSettings", "add_arguments", "quick", "run", "run_demo"]
+__all__ = ["STAGES", "DemoSettings", "Stage", "add_arguments", "quick", "run", "run_demo"]

@@ -13,6 +13,9 @@ episode's frames for another's costing the final model `SWAP_DROP` points, strea
 above SFT on the mean task PRS-B, and the final MCQA accuracy `MCQA_OVER_BLIND` points above the image-blind policy
 with swapped images costing `MCQA_SWAP_DROP`.
 
+A smoke run (``--quick``) trains a few steps on a few episodes: its scores say nothing about these directions, so
+it checks only what it can show (`smoke_checks`): every stage ran and was evaluated, and its scores are in range.
+
 Each check is ``(name, holds, detail)``; a check whose stages did not run holds ``None`` (not evaluated).
 """
 
@@ -29,6 +32,10 @@ SWAP_DROP = 20.0
 RL_OVER_SFT = 5.0
 MCQA_OVER_BLIND = 15.0
 MCQA_SWAP_DROP = 10.0
+SMOKE_NOTE = (
+    "SMOKE RUN (--quick): a few steps on a few episodes per stage; the scores are not meaningful, and only that every "
+    "stage ran and was evaluated is checked"
+)
 # how a check's outcome is written in the report tables
 MARK = {True: "yes", False: "**no**", None: "not run"}
 
@@ -145,6 +152,27 @@ def claims(stages: list[dict[str, Any]]) -> list[tuple[str, bool | None, str]]:
         get(final, "acc"),
         get(final, "acc_swap"),
         lambda a, b: a - b >= MCQA_SWAP_DROP,
+    )
+    return checks
+
+
+def smoke_checks(stages: list[dict[str, Any]]) -> list[tuple[str, bool | None, str]]:
+    """What a smoke run shows: each stage ran and was evaluated (``None``: not selected), and every evaluated score
+    that is a percentage (PRS-U / PRS-B, PAUC, MCQA acc; not the vision gains, differences) lies in 0-100."""
+    checks: list[tuple[str, bool | None, str]] = []
+    for stage in stages:
+        status = stage.get("status", "")
+        ran = None if status.startswith("not run: not selected") else status == "ok"
+        checks.append((f"{stage['name']} ran and was evaluated", ran, status))
+    scores = [
+        (stage["name"], key, value)
+        for stage in stages
+        for key, value in (stage.get("metrics") or {}).items()
+        if key.split("/")[-1].endswith(("prs_u", "prs_b", "pauc", "acc")) and "vision_gain" not in key
+    ]
+    outside = [f"{name} {key} {value}" for name, key, value in scores if value is not None and not 0 <= value <= 100]
+    checks.append(
+        ("every score is in 0-100", not outside if scores else None, "; ".join(outside) or f"{len(scores)} scores")
     )
     return checks
 

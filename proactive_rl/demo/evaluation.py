@@ -21,8 +21,8 @@ from typing import Any
 
 from proactive_rl.data import load_mixture
 from proactive_rl.data.mcqa import proactivebench_environments
+from proactive_rl.demo.plan import env_file, task_file
 from proactive_rl.demo.settings import PAUC_TASK, DemoSettings, suggestion_environments
-from proactive_rl.demo.stages import env_file, task_file
 from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, PAUCEvaluator, PRSEvaluator, evaluate_model
 from proactive_rl.models import load_model
 from proactive_rl.synthetic.captions import GROUNDING_TASK
@@ -39,8 +39,8 @@ def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
     looks = {"counterfactual": ["swap"]} if settings.counterfactual else {}
     prs = {
         "type": "prs",
-        "episodes": [{"source": str(task_file(data, "test", t))} for t in settings.prs_tasks],
-        "baseline_episodes": [{"source": str(task_file(data, "train", t))} for t in settings.prs_tasks],
+        "episodes": [{"source": str(task_file(data, "test", t))} for t in settings.tasks],
+        "baseline_episodes": [{"source": str(task_file(data, "train", t))} for t in settings.tasks],
         "max_new_tokens": settings.prs_max_new_tokens,
         **looks,
     }
@@ -102,7 +102,7 @@ def evaluate_stage(
     entries = results["evaluators"]
     prs = entries["prs"]["summary"]
     metrics: dict[str, Any] = {"prs_u": prs["overall"]["prs_u"], "prs_b": prs["overall"]["prs_b"]}
-    for task in settings.prs_tasks:
+    for task in settings.tasks:
         group = prs["groups"].get(task, {})
         metrics[f"{task}/prs_u"], metrics[f"{task}/prs_b"] = group.get("prs_u"), group.get("prs_b")
         metrics[f"{task}/prs_b_timing"] = group.get("prs_b_timing")
@@ -150,9 +150,7 @@ def evaluate_grounding(
     )
     episodes = load_mixture(config.episodes)[0]
     n = settings.eval_caption_episodes
-    items = [
-        e for t in settings.grounding_tasks for e in [e for e in episodes if e.meta.get("grounded_task") == t][:n]
-    ]
+    items = [e for t in settings.tasks for e in [e for e in episodes if e.meta.get("grounded_task") == t][:n]]
     model, processor = load_model(str(model_dir))
     results = evaluate_model(
         model.eval(), processor, [PRSEvaluator(config, progress=progress, items=items)], out_dir=out, fail_fast=True
@@ -160,11 +158,6 @@ def evaluate_grounding(
     metrics = results["evaluators"]["caption"]["metrics"]
     scores = {f"caption/{k}": metrics.get(k) for k in ("prs_b", "prs_b_swap", "vision_gain_prs_b")}
     return {**scores, "predictions": read_predictions(out, ("caption",))}
-
-
-def evaluator_for(stage: str):
-    """How the demo evaluates stage `stage`: the grounding stage on held-out captions, every other on the tasks."""
-    return evaluate_grounding if stage == "grounding" else evaluate_stage
 
 
 LOOKS_MARKERS = ("blind_", "_swap", "vision_gain_")

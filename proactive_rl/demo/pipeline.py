@@ -1,7 +1,7 @@
-"""The demo's pipeline: the stages in order, their table and checks, and the ``proactive-rl demo`` command.
+"""The demo's pipeline: a loop over the stages, their table and checks, and the ``proactive-rl demo`` command.
 
-`run_demo` runs the stages listed in `STAGES` (`proactive_rl.demo.stages` builds and trains,
-`proactive_rl.demo.evaluation` evaluates, `proactive_rl.demo.report` and `.checks` write the table); `run` is the
+`run_demo` runs the stage records of `proactive_rl.demo.plan.STAGES` in order (`proactive_rl.demo.stages` builds and
+trains, `proactive_rl.demo.evaluation` evaluates, `proactive_rl.demo.report` and `.checks` write the table); `run` is the
 command (one seed, or ``--seeds N`` through `proactive_rl.demo.seeds`). The heavy imports happen inside
 `run_demo`, so ``proactive-rl --help`` stays fast.
 """
@@ -22,41 +22,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from proactive_rl.demo.plan import STAGES, TRAINED, Stage
 from proactive_rl.demo.settings import DemoSettings, quick
 
-STAGES = [
-    # (key, table name, trainer stage or None, what it runs)
-    ("untrained", "untrained", None, "tiny model, random init"),
-    (
-        "grounding",
-        "grounding",
-        "sft",
-        "SFT on per-frame captions of the same videos (proactive_rl.synthetic.captions), scored on held-out captions",
-    ),
-    ("sft", "SFT", "sft", "focal SFT on the multi-task mixture (recipes/tiny/sft.yaml)"),
-    (
-        "grpo_streaming",
-        "streaming GRPO",
-        "grpo_streaming",
-        "streaming GRPO from SFT (recipes/tiny/grpo_streaming.yaml)",
-    ),
-    (
-        "grpo_suggestion",
-        "suggestion GRPO",
-        "grpo_suggestion",
-        "suggestion GRPO with streaming replay (recipes/tiny/grpo_suggestion.yaml): the final model",
-    ),
-]
+OUT = "demo_out"  # the output folder of `run_demo` and ``proactive-rl demo``
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--out", default="demo_out", help="output folder (model, data, runs, eval, report; default: demo_out)"
-    )
+    parser.add_argument("--out", default=OUT, help=f"output folder (model, data, runs, eval, report; default: {OUT})")
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: every stage on a fraction of the data and steps"
     )
-    parser.add_argument("--seed", type=int, default=0, help="model, data and training seed (default: 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=DemoSettings.seed,
+        help=f"model, data and training seed (default: {DemoSettings.seed})",
+    )
     parser.add_argument(
         "--seeds",
         type=int,
@@ -65,39 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--stages",
-        default=",".join(k for k, *_ in STAGES[1:]),
-        help="training stages to run, comma-separated from grounding,sft,grpo_streaming,grpo_suggestion "
-        "(default: all)",
+        default=",".join(TRAINED),
+        help=f"training stages to run, comma-separated from {','.join(TRAINED)} (default: all)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("-v", "--verbose", action="store_true", help="INFO logs of the trainers and evaluators")
-
-
-def _overrides(key: str, settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
-    # deferred: keeps --help / light imports fast
-    from proactive_rl.demo import stages
-
-    return getattr(stages, f"{key}_overrides")(settings, data, model)
-
-
-def stage_runs(key: str, settings: DemoSettings) -> list[tuple[str, str]]:
-    """The training runs of a stage, in order: ``(run name, overrides key)``; each starts from the model of the run
-    before it, and the stage's model is the last one's (``<out>/runs/<key>``). Streaming GRPO has two phases when
-    ``settings.grpo_count_tasks`` is set: every streaming task (``runs/grpo_streaming_all``), then the count windows."""
-    if key == "grpo_streaming" and settings.grpo_count_tasks:
-        return [("grpo_streaming_all", "grpo_streaming"), ("grpo_streaming", "grpo_count")]
-    return [(key, key)]
-
-
-def train_runs(key: str, trainer: str, settings: DemoSettings, data: Path, start: Path, out: Path) -> Path:
-    """Train the runs of `stage_runs` with `trainer`, the first from `start`; returns the stage's model."""
-    # deferred: keeps --help / light imports fast
-    from proactive_rl.demo import stages
-
-    checkpoint = start
-    for name, overrides in stage_runs(key, settings):
-        checkpoint = stages.train_stage(trainer, _overrides(overrides, settings, data, checkpoint), out, name=name)
-    return checkpoint
 
 
 def _timeline_episodes(data: Path, settings: DemoSettings) -> list:
@@ -106,10 +60,10 @@ def _timeline_episodes(data: Path, settings: DemoSettings) -> list:
     # deferred: keeps --help / light imports fast
 
     from proactive_eval.episodes import load_episodes
-    from proactive_rl.demo.stages import task_file
+    from proactive_rl.demo.plan import task_file
 
     rng, chosen = random.Random(settings.seed), []
-    for task in settings.prs_tasks:
+    for task in settings.tasks:
         episodes = load_episodes(task_file(data, "test", task))[: settings.eval_episodes]
         if episodes:
             chosen.append(episodes[rng.randrange(len(episodes))])
@@ -117,23 +71,27 @@ def _timeline_episodes(data: Path, settings: DemoSettings) -> list:
 
 
 def run_demo(
-    out: str | Path = "demo_out",
+    out: str | Path = OUT,
     settings: DemoSettings | None = None,
-    train_stages: tuple[str, ...] = ("grounding", "sft", "grpo_streaming", "grpo_suggestion"),
+    train_stages: tuple[str, ...] = TRAINED,
     progress: bool = True,
     command: str = "proactive-rl demo",
 ) -> dict[str, Any]:
     """Run the demo; returns ``{"stages": [...], "wall_s", "report": {...}}`` (also written to
     ``<out>/demo_results.json``)."""
     # deferred: keeps --help / light imports fast
-    from proactive_rl.demo.checks import checks_markdown, claims, directions
-    from proactive_rl.demo.evaluation import evaluator_for
+    from proactive_rl.demo.checks import SMOKE_NOTE, checks_markdown, claims, directions, smoke_checks
     from proactive_rl.demo.report import console_table, write_report
-    from proactive_rl.demo.stages import StageSkipped, build_model, generate_data, say
+    from proactive_rl.demo.stages import build_model, generate_data, say
 
     settings = settings or DemoSettings()
+    unknown = sorted(set(settings.overrides) - set(TRAINED))
+    if unknown:
+        raise ValueError(f"overrides: {', '.join(unknown)}: not a training stage ({', '.join(TRAINED)})")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    if settings.smoke:
+        say(SMOKE_NOTE)
     start = time.perf_counter()
     t0 = time.perf_counter()
     model_dir = build_model(out, settings)
@@ -141,68 +99,26 @@ def run_demo(
     say(f"setup (model + data): {time.perf_counter() - t0:.0f} s")
 
     results: list[dict[str, Any]] = []
-    previous = model_dir  # the checkpoint each training stage starts from
-    sft_ok = False
-    for key, name, trainer, what in STAGES:
-        stage: dict[str, Any] = {"key": key, "name": name, "what": what, "metrics": None}
-        results.append(stage)
-        checkpoint = model_dir
-        if trainer is not None:
-            if key not in train_stages:
-                stage["status"] = "not run: not selected (--stages)"
-                say(f"{name}: {stage['status']}")
-                continue
-            if key == "grounding" and not settings.grounding_tasks:
-                stage["status"] = "not run: no grounding tasks (grounding_tasks is empty)"
-                say(f"{name}: {stage['status']}")
-                continue
-            if key == "grpo_streaming" and not sft_ok:
-                stage["status"] = "not run: the SFT stage did not produce a model (streaming GRPO starts from it)"
-                say(f"{name}: {stage['status'].upper()}")
-                continue
-            t0 = time.perf_counter()
-            try:
-                checkpoint = train_runs(key, trainer, settings, data, previous, out)
-            except StageSkipped as err:
-                stage["status"] = f"not run: {err}"
-            except Exception as err:  # a stage that breaks is reported in the table; the others still run
-                traceback.print_exc()
-                stage["status"] = f"failed: {type(err).__name__}: {err}"
-            stage["train_s"] = round(time.perf_counter() - t0, 1)
-            if "status" in stage:
-                say(f"{name}: {stage['status'].upper()}")
-                continue
-            previous = checkpoint
-            sft_ok = sft_ok or key == "sft"
-            say(f"{name}: trained in {stage['train_s']:.0f} s -> {checkpoint}")
-        t0 = time.perf_counter()
-        # The untrained model is not played on swapped frames: a random init scores chance whatever it sees, and
-        # that run cost a third of its evaluation (49 s -> 33 s on seed 0).
-        looked_at = replace(settings, counterfactual=False) if trainer is None else settings
-        try:
-            evaluate = evaluator_for(key)
-            evaluated = evaluate(checkpoint, data, looked_at, out / "eval" / key, progress=progress, label=name)
-        except Exception as err:
-            traceback.print_exc()
-            stage["status"] = f"failed: evaluation: {type(err).__name__}: {err}"
-            say(f"{name}: {stage['status'].upper()}")
-            continue
-        stage["eval_s"] = round(time.perf_counter() - t0, 1)
-        stage["predictions"] = evaluated.pop("predictions")
-        stage["metrics"], stage["status"], stage["checkpoint"] = evaluated, "ok", str(checkpoint)
-        say(
-            f"{name}: evaluated in {stage['eval_s']:.0f} s: "
-            + ", ".join(
-                f"{k} {v:.1f}"
-                for k, v in evaluated.items()
-                if v is not None and ("/" not in k or k.startswith("caption/"))
-            )
-        )
+    models: dict[str, Path] = {}  # stage key -> its model, in order; a training stage starts from the latest
+    for stage in STAGES:
+        row: dict[str, Any] = {"key": stage.key, "name": stage.name, "what": stage.what, "metrics": None}
+        results.append(row)
+        model = model_dir if stage.trainer is None else _train(stage, row, settings, data, out, train_stages, models)
+        if model is not None:
+            models[stage.key] = model
+            _evaluate(stage, row, model, data, settings, out, progress)
 
     wall = time.perf_counter() - start
     meta = _run_meta(wall, command)
-    checks = directions(results, settings.sft_tasks) + claims(results)
-    files = write_report(out, results, _timeline_episodes(data, settings), meta, checks_markdown(checks))
+    checks = smoke_checks(results) if settings.smoke else directions(results, settings.tasks) + claims(results)
+    markdown = checks_markdown(checks)
+    files = write_report(
+        out,
+        results,
+        _timeline_episodes(data, settings),
+        meta,
+        f"{SMOKE_NOTE}\n\n{markdown}" if settings.smoke else markdown,
+    )
     summary = {
         "stages": [{k: v for k, v in s.items() if k != "predictions"} for s in results],
         "settings": settings.as_dict(),
@@ -214,10 +130,79 @@ def run_demo(
     print()
     print(console_table(results))
     print()
+    if settings.smoke:
+        say(SMOKE_NOTE)
     for name, ok, detail in checks:
         print(f"  {'ok ' if ok else 'NO ' if ok is False else '-- '} {name}: {detail}")
     say(f"total wall time {wall:.0f} s; report: {files['markdown']}")
     return summary
+
+
+def _train(
+    stage: Stage,
+    row: dict[str, Any],
+    settings: DemoSettings,
+    data: Path,
+    out: Path,
+    chosen: tuple[str, ...],
+    models: dict[str, Path],
+) -> Path | None:
+    """Train `stage` from the latest of `models` (stage key -> model, in order); returns its model, or `None` with
+    ``row["status"]`` saying why there is none."""
+    # deferred: keeps --help / light imports fast
+    from proactive_rl.demo import stages
+
+    missing = [s.name for s in STAGES if s.key in stage.needs and s.key not in models]
+    if stage.key not in chosen:
+        row["status"] = "not run: not selected (--stages)"
+        stages.say(f"{stage.name}: {row['status']}")
+        return None
+    if missing:
+        row["status"] = f"not run: {', '.join(missing)} did not produce a model ({stage.name} starts from it)"
+        stages.say(f"{stage.name}: {row['status'].upper()}")
+        return None
+    t0 = time.perf_counter()
+    try:
+        start = list(models.values())[-1]
+        checkpoint = stages.train_stage(stage.trainer, stage.recipe(settings, data, start), out, name=stage.key)
+    except stages.StageSkipped as err:
+        row["status"] = f"not run: {err}"
+    except Exception as err:  # a stage that breaks is reported in the table; the others still run
+        traceback.print_exc()
+        row["status"] = f"failed: {type(err).__name__}: {err}"
+    row["train_s"] = round(time.perf_counter() - t0, 1)
+    if "status" in row:
+        stages.say(f"{stage.name}: {row['status'].upper()}")
+        return None
+    stages.say(f"{stage.name}: trained in {row['train_s']:.0f} s -> {checkpoint}")
+    return checkpoint
+
+
+def _evaluate(
+    stage: Stage, row: dict[str, Any], model: Path, data: Path, settings: DemoSettings, out: Path, progress: bool
+) -> None:
+    """Evaluate `model` as `stage` into ``row`` (metrics, predictions, status)."""
+    # deferred: keeps --help / light imports fast
+    from proactive_rl.demo import evaluation
+    from proactive_rl.demo.stages import say
+
+    t0 = time.perf_counter()
+    evaluate = evaluation.evaluate_grounding if stage.captions else evaluation.evaluate_stage
+    looked_at = settings if stage.swapped_frames else replace(settings, counterfactual=False)
+    try:
+        evaluated = evaluate(model, data, looked_at, out / "eval" / stage.key, progress=progress, label=stage.name)
+    except Exception as err:
+        traceback.print_exc()
+        row["status"] = f"failed: evaluation: {type(err).__name__}: {err}"
+        say(f"{stage.name}: {row['status'].upper()}")
+        return
+    row["eval_s"] = round(time.perf_counter() - t0, 1)
+    row["predictions"] = evaluated.pop("predictions")
+    row["metrics"], row["status"], row["checkpoint"] = evaluated, "ok", str(model)
+    scores = [
+        f"{k} {v:.1f}" for k, v in evaluated.items() if v is not None and ("/" not in k or k.startswith("caption/"))
+    ]
+    say(f"{stage.name}: evaluated in {row['eval_s']:.0f} s: " + ", ".join(scores))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -229,12 +214,11 @@ def run(args: argparse.Namespace) -> int:
         import transformers
 
         transformers.logging.set_verbosity_error()
-    valid = [k for k, *_ in STAGES[1:]]
     chosen = tuple(s.strip() for s in args.stages.split(",") if s.strip())
-    unknown = [s for s in chosen if s not in valid]
+    unknown = [s for s in chosen if s not in TRAINED]
     if unknown:
         print(
-            f"proactive-rl demo: --stages: unknown {', '.join(unknown)}; expected some of {', '.join(valid)}",
+            f"proactive-rl demo: --stages: unknown {', '.join(unknown)}; expected some of {', '.join(TRAINED)}",
             file=sys.stderr,
         )
         return 2
@@ -246,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         + (" --quick" if args.quick else "")
         + (f" --seed {args.seed}" if args.seed else "")
     )
-    if chosen != tuple(valid):
+    if chosen != TRAINED:
         command += f" --stages {','.join(chosen)}"
     if args.seeds > 1:
         return _run_seeds(args, settings, chosen, command + f" --seeds {args.seeds}")
@@ -271,8 +255,8 @@ def _run_meta(wall_s: float, command: str) -> dict[str, Any]:
 
 def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     """The CPU's name, family / model numbers and whether it has AVX-512, from `cpuinfo` (Linux), else
-    `platform.processor`: the demo's floats depend on it (the same seed differs by up to 25 PRS-B points between two
-    2-core machines, benchmarks/RESULTS.md, "three seeds of another CPU"), so the report names it."""
+    `platform.processor`: the demo's floats depend on it (the same seed differed by up to 25 PRS-B points between two
+    2-core machines), so the report names it."""
     fallback = platform.processor() or "unknown CPU"
     fields: dict[str, str] = {}
     try:
@@ -309,11 +293,11 @@ def _run_seeds(args: argparse.Namespace, settings: DemoSettings, chosen: tuple[s
         runs[seed] = summary["stages"]
         ok = ok and _stages_ok(summary["stages"], chosen)
     meta = _run_meta(time.perf_counter() - start, command)
-    path = write_seeds_report(Path(args.out), runs, settings.sft_tasks, meta)
+    path = write_seeds_report(Path(args.out), runs, settings.tasks, meta)
     print()
     print(seeds_table(runs))
     print()
-    print(directions_table(runs, settings.sft_tasks))
+    print(directions_table(runs, settings.tasks))
     print()
     say(f"{args.seeds} seeds in {meta['wall_s']:.0f} s; report: {path}")
     return 0 if ok else 1

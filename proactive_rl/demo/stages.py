@@ -1,7 +1,7 @@
-"""The demo's stages: build the tiny model, write the synthetic world, and train with the tiny recipes.
+"""The demo's work: build the tiny model, write the synthetic world, and train a stage with its tiny recipe.
 
-Each training stage loads its shipped recipe (``recipes/tiny/<stage>.yaml``), applies the demo's overrides (data
-files from ``<out>/data``, the previous stage's checkpoint, steps), writes the result to ``<out>/recipes/<stage>.yaml``
+Each training stage (`proactive_rl.demo.plan.STAGES`) loads its shipped recipe (``recipes/tiny/<trainer>.yaml``),
+applies the stage's overrides (data files from ``<out>/data``, the previous stage's checkpoint, steps), writes the result to ``<out>/recipes/<stage>.yaml``
 and runs the trainer's own entry point on it (``make_parser().parse_args_and_config`` then ``main``), exactly as
 ``proactive-rl train --config <out>/recipes/<stage>.yaml`` would.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,11 @@ import yaml
 from tqdm.auto import tqdm
 
 from proactive_eval.episodes import load_episodes, save_episodes
-from proactive_rl.demo.settings import CONTRAST, PAUC_TASK, TASKS, DemoSettings, suggestion_environments
+from proactive_rl.demo.plan import task_file
+from proactive_rl.demo.settings import DemoSettings, suggestion_environments
 from proactive_rl.models import build_tiny
 from proactive_rl.shipped import shipped_path
 from proactive_rl.synthetic.captions import GROUNDING_TASK, grounding_episode
-from proactive_rl.synthetic.contrast import pvqa_episode
 from proactive_rl.synthetic.environments import make_environments
 from proactive_rl.synthetic.export import SPLITS, export_dataset, export_environments, split_seed, split_sizes
 from proactive_rl.trainers import TRAINERS, trainer_module
@@ -69,15 +68,6 @@ def build_model(out: Path, settings: DemoSettings) -> Path:
 # --- 2. the synthetic world ------------------------------------------------------------------------------------
 
 
-def task_file(data: Path, split: str, task: str) -> Path:
-    """The episodes of one task of one split (``<split>/episodes.<task>.json``, beside the videos)."""
-    return data / split / f"episodes.{task}.json"
-
-
-def env_file(data: Path, split: str, kind: str) -> Path:
-    return data / split / "environments" / f"{kind}.jsonl"
-
-
 def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> Path:
     """Write the synthetic world with `export_dataset` (mp4 + episodes JSON + environment JSONL) to ``<out>/data``;
     a folder made with the same arguments is reused file by file. Also writes one episodes file per task and split,
@@ -104,11 +94,8 @@ def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> P
             path = task_file(data, split, task)
             save_episodes(path, [e for e in episodes if e.task == task])
         # the grounding stage's episodes: the same videos, every frame answered with what is on screen
-        grounded = [grounding_episode(e) for e in episodes if e.task in settings.grounding_tasks]
+        grounded = [grounding_episode(e) for e in episodes if e.task in settings.tasks]
         save_episodes(task_file(data, split, GROUNDING_TASK), grounded)
-        if settings.contrast_tasks:  # the same videos asked the pvqa question (settings: contrast_tasks)
-            contrast = [pvqa_episode(e) for e in episodes if e.task in settings.contrast_tasks]
-            save_episodes(task_file(data, split, CONTRAST), contrast)
     return data
 
 
@@ -182,80 +169,3 @@ def train_stage(stage: str, overrides: dict[str, Any], out: Path, name: str | No
     if not (output_dir / "config.json").is_file():
         raise RuntimeError(f"{stage}: training finished but {output_dir} holds no model (config.json missing)")
     return output_dir
-
-
-def grounding_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
-    """The SFT recipe on the caption episodes of the training split (every frame answered: no silence to balance)."""
-    return {
-        **sft_overrides(settings, data, model),
-        "dataset_mixture": [{"source": str(task_file(data, "train", GROUNDING_TASK))}],
-        "register_tasks": ["proactive_rl.synthetic.captions"],
-        **settings.grounding,
-    }
-
-
-def sft_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
-    # a weight of a task SFT does not train is unused (``sft_tasks`` can be narrowed)
-    known = (*TASKS, PAUC_TASK, CONTRAST)
-    unknown = sorted(set(settings.sft_weights) - set(known))
-    if unknown:
-        raise ValueError(f"sft_weights: {', '.join(unknown)}: not a task of the demo ({', '.join(known)})")
-    unknown = sorted(set(settings.contrast_tasks) - set(TASKS))
-    if unknown:
-        raise ValueError(f"contrast_tasks: {', '.join(unknown)}: not a streaming task ({', '.join(TASKS)})")
-    tasks = (*settings.sft_tasks, CONTRAST) if settings.contrast_tasks else settings.sft_tasks
-    return {
-        "model_name_or_path": str(model),
-        "dataset_mixture": [
-            {"source": str(task_file(data, "train", t)), "weight": settings.sft_weights.get(t, 1.0)} for t in tasks
-        ],
-        "save_strategy": "no",
-        "seed": settings.seed,
-        **settings.sft,
-    }
-
-
-def grpo_streaming_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
-    """Rollout windows of ``settings.grpo_tasks``; the training episodes of ``settings.grpo_replay_tasks`` are
-    replayed (`proactive_rl.grpo.replay`)."""
-    known = (*TASKS, PAUC_TASK, *((CONTRAST,) if settings.contrast_tasks else ()))
-    unknown = sorted(set(settings.grpo_replay_tasks) - set(known))
-    if unknown:
-        raise ValueError(
-            f"grpo_replay_tasks: {', '.join(unknown)}: not a task of the demo's data ({', '.join(known)})"
-        )
-    replay = [{"source": str(task_file(data, "train", t))} for t in settings.grpo_replay_tasks]
-    return {
-        "model_name_or_path": str(model),
-        "dataset_mixture": [{"source": str(task_file(data, "train", t))} for t in settings.grpo_tasks],
-        "replay_mixture": replay or None,
-        "seed": settings.seed,
-        **settings.grpo_streaming,
-    }
-
-
-def grpo_count_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
-    """The streaming GRPO stage's second phase: rollout windows of ``settings.grpo_count_tasks``, replaying
-    ``settings.grpo_count_replay_tasks``, with ``settings.grpo_count`` on top of ``settings.grpo_streaming``."""
-    phase = replace(
-        settings,
-        grpo_tasks=settings.grpo_count_tasks,
-        grpo_replay_tasks=settings.grpo_count_replay_tasks,
-        grpo_streaming={**settings.grpo_streaming, **settings.grpo_count},
-    )
-    return grpo_streaming_overrides(phase, data, model)
-
-
-def grpo_suggestion_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, Any]:
-    """The recipe's own (synthetic, in-memory) training environments, which its warm start needs; held-out play is
-    the demo's evaluation on the exported test split (same kinds and knobs, other seeds), not the trainer's. The
-    streaming training episodes of ``settings.replay_tasks`` are replayed (`proactive_rl.grpo.replay`)."""
-    replay = [{"source": str(task_file(data, "train", t))} for t in settings.replay_tasks]
-    return {
-        "model_name_or_path": str(model),
-        "replay_mixture": replay or None,
-        "eval_environments": None,
-        "eval_before": False,
-        "seed": settings.seed,
-        **settings.grpo_suggestion,
-    }

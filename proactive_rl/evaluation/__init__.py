@@ -1,5 +1,5 @@
 """The one way anything is evaluated: evaluators, the training callback and the checkpoint evaluation behind
-`proactive-rl eval` (the demo, the suggestion trainer's end-of-run evaluation and the experiments use them too).
+`proactive-rl eval` (the demo and the suggestion trainer's end-of-run evaluation use them too).
 
 - `Evaluator`, `register_evaluator`, `EVALUATORS`: the evaluator types (streaming PRS, PAUC with a judge,
   ProactiveBench MCQA acc / ps and OEG agg / acc / ps with a judge), each registered under its ``type``.

@@ -47,7 +47,7 @@ def held_out_episodes(per_size: int = 3):
     seed = split_seed(settings.seed, "test")
     episodes = []
     for size in (64, 48):
-        for task in settings.prs_tasks:
+        for task in settings.tasks:
             for e in generate_episodes(task, per_size, seed, duration=(10, 14), size=size):
                 e.id = f"{e.id}_px{size}"
                 episodes.append(e)

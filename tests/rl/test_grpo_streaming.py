@@ -68,22 +68,25 @@ def test_compositional_one_window_or_split_start_and_end():
     assert composition([one, first, second]) == {"compositional": 3}
 
 
+WINDOW = dict(lead_s=4, tail_s=4, max_window_s=16, prefix_s=8)
+
+
 def test_windows_reject_bad_knobs_and_unknown_tasks():
     with pytest.raises(ValueError, match="max_window_s"):
-        build_windows([], max_window_s=0)
+        build_windows([], **{**WINDOW, "max_window_s": 0})
     with pytest.raises(ValueError, match="tasks: no streaming-GRPO reward for \\['pvqa'\\]"):
-        build_windows([], tasks=["pvqa"])
+        build_windows([], tasks=["pvqa"], **WINDOW)
 
 
 def test_windows_say_which_episodes_no_reward_trains(caplog):
     acc, pvqa = episode("accident", 30.0, [Target(20.0, "Warning")]), episode("pvqa", 30.0, [Target(9.0, "A cat.")])
     with caplog.at_level("WARNING", logger="proactive_rl.grpo.streaming.windows"):
-        windows = build_windows([acc, pvqa, pvqa])
+        windows = build_windows([acc, pvqa, pvqa], **WINDOW)
     assert [w.task for w in windows] == ["accident"]
     assert "left out 2 pvqa episode(s): no trajectory reward" in caplog.text
     caplog.clear()
     with caplog.at_level("WARNING", logger="proactive_rl.grpo.streaming.windows"):
-        assert [w.task for w in build_windows([acc, pvqa], tasks=["accident"])] == ["accident"]
+        assert [w.task for w in build_windows([acc, pvqa], tasks=["accident"], **WINDOW)] == ["accident"]
     assert "left out 1 pvqa episode(s): not in `tasks`" in caplog.text
 
 

@@ -86,7 +86,8 @@ class StreamingGRPOScriptArguments:
         register_tasks (`list[str]`, *optional*): user tasks to add to the task table before the data loads, by
             import path (``my_pkg.tasks:SPEC`` or a module that registers them; `proactive_rewards.load_tasks`).
         on_bad_record (`str`, *optional*, defaults to `"raise"`): for episode files, see `load_episodes`.
-        lead_s, tail_s, max_window_s, prefix_s (`float`): window construction, see `build_windows`.
+        lead_s, tail_s, max_window_s, prefix_s (`float`, *optional*, defaults to `4.0`, `4.0`, `16.0`, `8.0`): window
+            construction, see `build_windows` (these are its only defaults).
         tasks (`list[str]`, *optional*): keep only these tasks' windows.
         expected_windows (`dict[str, int]`, *optional*): windows per task the training data must give (e.g. the P³I
             RL set: accident 300, atomic 100, event_type 100, compositional 363); checked before the model loads.

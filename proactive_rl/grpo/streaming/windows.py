@@ -75,24 +75,25 @@ class RolloutWindow:
 def build_windows(
     episodes: Iterable[Episode],
     *,
-    lead_s: float = 4.0,
-    tail_s: float = 4.0,
-    max_window_s: float = 16.0,
-    prefix_s: float = 8.0,
+    lead_s: float,
+    tail_s: float,
+    max_window_s: float,
+    prefix_s: float,
     tasks: Iterable[str] | None = None,
 ) -> list[RolloutWindow]:
-    """Rollout windows around the targets of each episode (docs/spec.md §8).
+    """Rollout windows around the targets of each episode (docs/spec.md §8). The four lengths have their defaults in
+    one place, `StreamingGRPOScriptArguments` (a recipe overrides them).
 
     Args:
         episodes (`Iterable[Episode]`): the source episodes. Episodes without targets give no window.
-        lead_s (`float`, *optional*, defaults to `4.0`): a window opens this long before its first target (the
-            policy must also learn to stay silent before the event).
-        tail_s (`float`, *optional*, defaults to `4.0`): and closes this long after its last target (or after the
-            end of that target's window), so late and repeated answers are seen and penalised.
-        max_window_s (`float`, *optional*, defaults to `16.0`): the longest window; targets are grouped greedily
-            into windows of at most this length ("windows of several targets").
-        prefix_s (`float`, *optional*, defaults to `8.0`): the bounded ground-truth prefix before ``w0``; count
-            tasks (``TaskSpec.history_from_start``: ``atomic``, ``event_type``) always start their prefix at 0.
+        lead_s (`float`): a window opens this long before its first target (the policy must also learn to stay
+            silent before the event).
+        tail_s (`float`): and closes this long after its last target (or after the end of that target's window), so
+            late and repeated answers are seen and penalised.
+        max_window_s (`float`): the longest window; targets are grouped greedily into windows of at most this length
+            ("windows of several targets").
+        prefix_s (`float`): the bounded ground-truth prefix before ``w0``; count tasks
+            (``TaskSpec.history_from_start``: ``atomic``, ``event_type``) always start their prefix at 0.
         tasks (`Iterable[str]`, *optional*): keep only these tasks; defaults to the tasks with a trajectory reward
             (`proactive_rewards.task_rewards()`, registered tasks included).
 
