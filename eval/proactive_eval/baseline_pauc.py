@@ -7,6 +7,10 @@ turn by the evaluation's judge; with a single kept answer a turn's PAUC has a cl
 (candidate × turn) matrix, at ω = 0.5 (the paper's default; the others are reported for the same answer). It is
 fitted per task on a reference split or by leave-one-out over the evaluated episodes (their turns left out
 together), and the reported numbers come from `score_pauc` on the blind answers, with the same judge.
+
+Silence is a blind answer too, and no blind floor is below it: when the fitted answers score below silence
+(`SILENCE`, 25 at every ω) on a task at any reported ω (leave-one-out, a reference split unlike the evaluated
+episodes, or reply spans that overlap, which the closed form does not model), that task's blind answer is silence.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from proactive_rewards import Response
 
 FRACTIONS = 10
 FIT_OMEGA = 0.5
+#: PAUC × 100 of silence (no answer in any reply span), at every ω: the floor under every blind answer
+SILENCE = 100 * START_SCORE / MAX_SCORE
 
 
 def _question(episode) -> str:
@@ -93,12 +99,26 @@ def blind_pauc_summary(
         text, fraction = cands[best][0], round(float(cands[best][1]), 3)
         said = f"{text!r} at {fraction:.2f} of every reply span" if text else "the empty reply"
         schedules[task] = {"pauc": {"text": text, "fraction": fraction, "described": said}}
+        said = {}
         for col, episode in enumerate(evaluated):
             if fit_set:
                 pick = best
             else:
                 rest = total - values[:, col]
                 pick = int(np.argmax(rest >= rest.max() - 1e-9))
-            predictions[episode.id] = blind_answers(episode, *cands[pick])
+            said[episode.id] = blind_answers(episode, *cands[pick])
+        # silence is a blind answer too: a fitted answer that scores below it on this task is not the floor
+        task_rows = score_pauc(evaluated, said, judge, omegas=omegas, progress=False).summary()["overall"]
+        below = [o for o in omegas if task_rows[f"omega={o}"] < SILENCE - 1e-9]
+        if below:
+            said = {e.id: [] for e in evaluated}
+            worst = min(task_rows[f"omega={o}"] for o in below)
+            schedules[task]["pauc"] = {
+                "text": "",
+                "fraction": 0.0,
+                "described": f"the empty reply (the fitted answers, {schedules[task]['pauc']['described']}, scored "
+                f"{worst:.2f} < silence's {SILENCE:.2f})",
+            }
+        predictions.update(said)
     result = score_pauc(scored, predictions, judge, omegas=omegas, progress=False).summary()
     return {"overall": result["overall"], "groups": result["groups"], "fit": fit, "schedules": schedules}
