@@ -92,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         out = (
             Path(args.out) if args.out else (Path(args.model) / "eval" if Path(args.model).is_dir() else Path("eval"))
         )
-        if state.is_main_process:  # the first words within seconds: a large model takes a while to load
+        if state.is_main_process and evaluators[0].progress:  # on a terminal: a large model takes a while to load
             names = ", ".join(ev.name for ev in evaluators)
             print(f"proactive-rl eval: loading {args.model}, then evaluating it with {names}", file=sys.stderr)
         model, processor = load_checkpoint(args.model, args.dtype)
