@@ -274,9 +274,25 @@ def cmd_baseline(args) -> int:
     else:
         episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
         fit = load_files(args.fit or (), args.format, args.on_error, args.video_root)
+        _warn_missing_videos(episodes)
         results = baseline_results(episodes, fit or None, args.alpha, args.judge)
     print(json.dumps(results, indent=1, ensure_ascii=False) if args.json else baseline_text(results))
     return 0
+
+
+def _warn_missing_videos(episodes) -> None:
+    """`baseline` reads no video, `run` and `proactive-rl eval` skip an episode whose video is missing: say so, as
+    their blind rows then cover fewer episodes than this one (the same number needs the same episodes)."""
+    # deferred: keeps --help / light imports fast
+    from proactive_eval.formats import missing_media
+
+    missing = missing_media(episodes)
+    if missing and len(missing) < len(episodes):
+        print(
+            f"warning: {len(missing)} of {len(episodes)} episodes' videos are missing (e.g. {missing[0]}): `run` and "
+            "`proactive-rl eval` skip them, so their blind rows cover the others; this one covers all",
+            file=sys.stderr,
+        )
 
 
 def _add_baseline(sub) -> None:

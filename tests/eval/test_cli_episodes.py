@@ -48,3 +48,18 @@ def test_score_run_and_baseline_take_several_episode_files(tmp_path, capsys, cap
     capsys.readouterr()
     assert main(["baseline", "--episodes", str(a), str(b), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["prs"]["overall"]["num_episodes"] == 3
+
+
+def test_baseline_says_when_some_videos_are_missing(tmp_path, capsys):
+    (a, _), _ = _files(tmp_path)
+    records = json.loads(a.read_text())
+    records[1]["video"] = "gone.mp4"
+    a.write_text(json.dumps(records))
+    assert main(["baseline", "--episodes", str(a), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 of 2 episodes' videos are missing" in err and "gone.mp4" in err
+    (tmp_path / "v.mp4").unlink()  # none there: annotations alone, no warning (baseline reads no video)
+    records[1]["video"] = "v.mp4"
+    a.write_text(json.dumps(records))
+    assert main(["baseline", "--episodes", str(a), "--json"]) == 0
+    assert "warning" not in capsys.readouterr().err
