@@ -134,7 +134,11 @@ def test_the_blind_pauc_answer_is_never_below_silence():
     floor = blind_floor("pauc", episodes, judge=judge)
     assert SILENCE["pauc"] == 25.0
     assert [floor["overall"][f"omega={o}"] for o in (0, 0.5, 1)] == [25.0, 25.0, 25.0]
-    assert floor["schedules"]["pvqa"]["pauc"]["described"].startswith("the empty reply")
+    schedule = floor["schedules"]["pvqa"]["pauc"]
+    assert (
+        schedule["silence_at"] == [0, 0.5, 1]
+        and "; silence at ω=0, 0.5, 1 (the fitted answers" in schedule["described"]
+    )
     assert floor["fit"] == {"pvqa": "leave_one_out"}
     # fitted on themselves (the empty reply is a candidate), the right answers: above silence
     assert blind_floor("pauc", episodes, episodes, judge=judge)["overall"]["omega=0.5"] > 25.0
