@@ -121,6 +121,8 @@ def _run_synth(args: argparse.Namespace) -> int:
 
 
 def _run_eval(args: argparse.Namespace) -> int:
+    if sys.stderr.isatty():  # the imports below take seconds: say something first (a log gets nothing)
+        print("proactive-rl eval: starting (importing torch and transformers)", file=sys.stderr, flush=True)
     # deferred: keeps --help / light imports fast
     from proactive_rl.evaluation.command import run
 

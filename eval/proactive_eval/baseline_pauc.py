@@ -7,6 +7,11 @@ turn by the evaluation's judge; with a single kept answer a turn's PAUC has a cl
 (candidate × turn) matrix, at ω = 0.5 (the paper's default; the others are reported for the same answer). It is
 fitted per task on a reference split or by leave-one-out over the evaluated episodes (their turns left out
 together), and the reported numbers come from `score_pauc` on the blind answers, with the same judge.
+
+Silence is a blind answer too, and no blind floor is below it: where the fitted answers score below silence
+(`SILENCE`, 25 at every ω) on a task at a reported ω (leave-one-out, a reference split unlike the evaluated
+episodes, or reply spans that overlap, which the closed form does not model), that task's row at that ω is
+silence's (``silence_at`` in its schedule); the other ω keep the fitted answers' numbers.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from proactive_rewards import Response
 
 FRACTIONS = 10
 FIT_OMEGA = 0.5
+#: PAUC × 100 of silence (no answer in any reply span), at every ω: the floor under every blind answer
+SILENCE = 100 * START_SCORE / MAX_SCORE
 
 
 def _question(episode) -> str:
@@ -82,6 +89,7 @@ def blind_pauc_summary(
     pool = [e for e in reference or () if e.targets]
     predictions: dict[str, list[Response]] = {}
     fit, schedules = {}, {}
+    floored: dict[str, list[float]] = {}  # task -> the ω at which silence beats its fitted answers
     for task in dict.fromkeys(e.task for e in scored):
         evaluated = [e for e in scored if e.task == task]
         fit_set = [e for e in pool if e.task == task]
@@ -93,12 +101,32 @@ def blind_pauc_summary(
         text, fraction = cands[best][0], round(float(cands[best][1]), 3)
         said = f"{text!r} at {fraction:.2f} of every reply span" if text else "the empty reply"
         schedules[task] = {"pauc": {"text": text, "fraction": fraction, "described": said}}
+        said = {}
         for col, episode in enumerate(evaluated):
             if fit_set:
                 pick = best
             else:
                 rest = total - values[:, col]
                 pick = int(np.argmax(rest >= rest.max() - 1e-9))
-            predictions[episode.id] = blind_answers(episode, *cands[pick])
+            said[episode.id] = blind_answers(episode, *cands[pick])
+        # silence is a blind answer too: where the fitted answers score below it (at an ω), silence is the floor
+        task_rows = score_pauc(evaluated, said, judge, omegas=omegas, progress=False).summary()["overall"]
+        below = [o for o in omegas if task_rows[f"omega={o}"] < SILENCE - 1e-9]
+        if below:
+            floored[task] = below
+            scores = ", ".join(f"{task_rows[f'omega={o}']:.2f}" for o in below)
+            schedules[task]["pauc"]["silence_at"] = below
+            schedules[task]["pauc"]["described"] += (
+                f"; silence at ω={', '.join(f'{o:g}' for o in below)} (the fitted answers scored {scores} there, "
+                f"silence {SILENCE:.2f})"
+            )
+        predictions.update(said)
     result = score_pauc(scored, predictions, judge, omegas=omegas, progress=False).summary()
+    for omega in dict.fromkeys(o for below in floored.values() for o in below):
+        silent = {e.id: [] if omega in floored.get(e.task, ()) else predictions[e.id] for e in scored}
+        at = score_pauc(scored, silent, judge, omegas=(omega,), progress=False).summary()
+        for row, new in [(result["overall"], at["overall"])] + [
+            (result["groups"][g], at["groups"][g]) for g in at["groups"]
+        ]:
+            row.update({k: new[k] for k in (f"omega={omega}", f"video_omega={omega}")})
     return {"overall": result["overall"], "groups": result["groups"], "fit": fit, "schedules": schedules}

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proactive_eval.baseline import blind_prs_summary
-from proactive_eval.baseline_pauc import blind_pauc_summary
+from proactive_eval.blind import blind_floor, fit_label
 from proactive_eval.scoring import make_judge, prs_content_scorers
 
 
@@ -28,9 +27,9 @@ def baseline_results(episodes, reference=None, alpha: float = 0.05, judge_spec: 
     other = [e for e in episodes if e.task != "pvqa"]
     if other:
         scorers = prs_content_scorers(judge_spec)
-        out["prs"] = blind_prs_summary(other, reference, alpha=alpha, content_scorer=scorers)
+        out["prs"] = blind_floor("prs", other, reference, alpha=alpha, content_scorer=scorers)
     if pvqa:
-        out["pauc"] = blind_pauc_summary(pvqa, make_judge(judge_spec), reference)
+        out["pauc"] = blind_floor("pauc", pvqa, reference, judge=make_judge(judge_spec))
     return out
 
 
@@ -64,7 +63,7 @@ def baseline_text(results: dict[str, Any]) -> str:
                 + " |"
             )
         for task, schedule in pauc["schedules"].items():
-            lines.append(f"\n- {task} ({pauc['fit'][task].replace('_', ' ')}): {schedule['pauc']['described']}")
+            lines.append(f"\n- {task} ({fit_label(pauc['fit'][task])}): {schedule['pauc']['described']}")
     if "mcqa" in results:
         mcqa = results["mcqa"]
         lines += ["## image-blind policy, MCQA (docs/spec.md §6, §14)", ""]

@@ -72,6 +72,19 @@ def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise", video
     return load_episodes(path, on_error=on_error, video_root=video_root)
 
 
+def load_files(paths, fmt: str = "auto", on_error: str = "raise", video_root: str | Path | None = None):
+    """The episodes of every file of `paths` (one or more), in order, as one `EpisodeList` (see `load_any`)."""
+    # deferred: keeps --help / light imports fast
+    from proactive_eval.records import EpisodeList
+
+    out = EpisodeList()
+    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+        episodes = load_any(path, fmt, on_error, video_root)
+        out.extend(episodes)
+        out.skipped.extend(getattr(episodes, "skipped", []))
+    return out
+
+
 def make_policy(spec: str):
     """A `StreamingPolicy` from ``silent``, ``replay:PREDICTIONS.jsonl``, ``openai:MODEL@BASE_URL`` or
     ``package.module:factory`` (called with no arguments)."""
@@ -112,7 +125,7 @@ def _score_args(
     args, episodes, predictions: dict, out, meta: dict[str, Any], failed=None, counterfactuals=None
 ) -> dict[str, Any]:
     """`score` with the scoring options shared by ``score`` and ``run``."""
-    fit = [e for p in args.fit or () for e in load_any(p, args.format, args.on_error, args.video_root)]
+    fit = load_files(args.fit or (), args.format, args.on_error, args.video_root)
     return score(
         episodes,
         predictions,
@@ -130,11 +143,15 @@ def _score_args(
 
 
 def cmd_score(args) -> int:
-    episodes = load_any(args.episodes, args.format, args.on_error, args.video_root)
+    episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
     if not Path(args.predictions).exists():
         raise CLIError(f"predictions file not found: {args.predictions}")
     predictions = load_predictions(args.predictions, _silence(args))
-    meta = {"episodes": str(args.episodes), "predictions": str(args.predictions), "skipped": len(episodes.skipped)}
+    meta = {
+        "episodes": " ".join(args.episodes),
+        "predictions": str(args.predictions),
+        "skipped": len(episodes.skipped),
+    }
     _score_args(args, episodes, predictions, args.out, meta)
     return 0
 
@@ -145,7 +162,7 @@ def cmd_run(args) -> int:
         from proactive_eval.streaming import run_streaming
     except ImportError as err:
         raise CLIError(f"the streaming loop is not available: {err}") from None
-    episodes = load_any(args.episodes, args.format, args.on_error, args.video_root)
+    episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
     policy = make_policy(args.policy)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -193,7 +210,7 @@ def cmd_run(args) -> int:
             on_error=args.on_video_error,
         )
         print(f"predictions with {kind} frames: {out / f'predictions_{kind}.jsonl'}")
-    meta = {"episodes": str(args.episodes), "predictions": str(predictions_path), "policy": args.policy}
+    meta = {"episodes": " ".join(args.episodes), "predictions": str(predictions_path), "policy": args.policy}
     _score_args(args, episodes, predictions, out, meta, failed=predictions.failed, counterfactuals=runs)
     return 0
 
@@ -255,16 +272,34 @@ def cmd_baseline(args) -> int:
 
         results = {"mcqa": blind_mcqa_summary(load(args.episodes), load(args.fit) if args.fit else None)}
     else:
-        episodes = [e for p in args.episodes for e in load_any(p, args.format, args.on_error, args.video_root)]
-        fit = [e for p in args.fit or () for e in load_any(p, args.format, args.on_error, args.video_root)]
+        episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
+        fit = load_files(args.fit or (), args.format, args.on_error, args.video_root)
+        _warn_missing_videos(episodes)
         results = baseline_results(episodes, fit or None, args.alpha, args.judge)
     print(json.dumps(results, indent=1, ensure_ascii=False) if args.json else baseline_text(results))
     return 0
 
 
+def _warn_missing_videos(episodes) -> None:
+    """`baseline` reads no video, `run` and `proactive-rl eval` skip an episode whose video is missing: say so, as
+    their blind rows then cover fewer episodes than this one (the same number needs the same episodes)."""
+    # deferred: keeps --help / light imports fast
+    from proactive_eval.formats import missing_media
+
+    missing = missing_media(episodes)
+    if missing and len(missing) < len(episodes):
+        print(
+            f"warning: {len(missing)} of {len(episodes)} episodes' videos are missing (e.g. {missing[0]}): `run` and "
+            "`proactive-rl eval` skip them, so their blind rows cover the others; this one covers all",
+            file=sys.stderr,
+        )
+
+
 def _add_baseline(sub) -> None:
     p = sub.add_parser("baseline", help="the blind schedule (PRS / PAUC) or image-blind policy (MCQA) of a benchmark")
-    p.add_argument("--episodes", nargs="+", required=True, help="the evaluated episode files (or environment files)")
+    p.add_argument(
+        "--episodes", nargs="+", required=True, help="the evaluated episode files, or environment files (1+)"
+    )
     p.add_argument("--fit", nargs="+", help="files to fit on (e.g. the training split); default: leave-one-out")
     p.add_argument("--alpha", type=float, default=0.05, help="PRS decay rate (default: 0.05)")
     p.add_argument("--json", action="store_true", help="print the results (with the schedules) as JSON")
@@ -287,7 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--episodes", required=True, help="episodes JSON/JSONL, or a ProactiveVideoQA anno.json")
+        p.add_argument(
+            "--episodes", nargs="+", required=True, help="episodes JSON/JSONL, or ProactiveVideoQA anno.json (1+)"
+        )
         p.add_argument("--format", default="auto", choices=FORMATS, help="episodes file format (default: auto)")
         p.add_argument("--video-root", help="folder the episodes' video paths resolve against (a moved dataset)")
         p.add_argument(

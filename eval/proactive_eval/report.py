@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.blind import fit_label
+from proactive_eval.malformed import malformed_warning
 from proactive_eval.metrics.pauc import PAUCResult, episode_group, parse_judge_level
 from proactive_eval.metrics.prs import PRSReport
 from proactive_eval.predictions import atomic_write_text
@@ -89,13 +91,17 @@ def pauc_table(summary: dict[str, Any]) -> str:
     """Markdown PAUC table: one row per task/subset and an overall row (turn-weighted, official; × 100)."""
     omegas = [k.split("=", 1)[1] for k in summary["overall"] if k.startswith("omega=")]
     header = ["group", "coverage", "videos", "turns", "answered"] + [f"PAUC ω={o}" for o in omegas]
-    header += ["video-avg ω=0.5" if "0.5" in omegas else f"video-avg ω={omegas[0]}", "unparseable"]
+    header += ["video-avg ω=0.5" if "0.5" in omegas else f"video-avg ω={omegas[0]}", "unparseable", "malformed"]
     video_key = "video_omega=0.5" if "0.5" in omegas else f"video_omega={omegas[0]}"
     rows = []
     for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
         for label, r in [(name, s)] + [(f"↳ {lab}", r) for lab, r in _looks(summary, name)]:
             row = [label, r.get("coverage"), r.get("num_videos"), r.get("num_turns"), r.get("answered_turns")]
-            rows.append(row + [r.get(f"omega={o}") for o in omegas] + [r.get(video_key), r.get("unparseable")])
+            rows.append(
+                row
+                + [r.get(f"omega={o}") for o in omegas]
+                + [r.get(video_key), r.get("unparseable"), r.get("malformed_outputs")]
+            )
     return _table(header, rows)
 
 
@@ -169,12 +175,16 @@ def markdown_report(results: dict[str, Any]) -> str:
     for key in ("episodes", "predictions", "judge", "created"):
         if key in meta:
             parts.append(f"- {key}: `{meta[key]}`")
+    # the ids matching no episode of the whole run (each metric's summary sees only its own episodes' ids)
+    unknown = meta.get(
+        "prediction_ids_matching_no_episode",
+        sum(results[k].get("unknown_prediction_ids", 0) for k in ("pauc", "prs") if k in results),
+    )
     if "pauc" in results:
         p = results["pauc"]
         parts += ["", "## PAUC (ProactiveVideoQA, docs/spec.md §5), × 100, turn-weighted", "", pauc_table(p)]
-        parts.append(
-            f"\njudge prompts: {p['judge_calls']}; prediction ids matching no episode: {p['unknown_prediction_ids']}"
-        )
+        parts.append(f"\njudge prompts: {p['judge_calls']}; prediction ids matching no episode: {unknown}")
+        parts += _warnings(p)
         looks = looks_table(p, tuple(k for k in p["overall"] if k.startswith("omega=")))
         if looks:
             parts += ["", "### Does the model look? (docs/spec.md §14)", "", looks, "", _blind_note(p)]
@@ -182,6 +192,9 @@ def markdown_report(results: dict[str, Any]) -> str:
         p = results["prs"]
         parts += ["", "## PRS (P³I, docs/spec.md §4), × 100", "", prs_table(p)]
         parts.append(f"\nepisodes without targets (not scored): {p['episodes_without_targets']}")
+        if "pauc" not in results:
+            parts.append(f"prediction ids matching no episode: {unknown}")
+        parts += _warnings(p)
         looks = looks_table(p, ("prs_u", "prs_b"))
         if looks:
             parts += ["", "### Does the model look? (docs/spec.md §14)", "", looks, "", _blind_note(p)]
@@ -192,6 +205,12 @@ def markdown_report(results: dict[str, Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _warnings(summary: dict[str, Any]) -> list[str]:
+    """The malformed-output warning of a metric's summary (`proactive_eval.malformed`), as report lines."""
+    warning = malformed_warning(summary["overall"])
+    return ["", f"**{warning}**"] if warning else []
+
+
 def _blind_note(summary: dict[str, Any]) -> str:
     """Which blind schedules the row used and how they were fitted."""
     blind = summary.get("blind")
@@ -200,7 +219,7 @@ def _blind_note(summary: dict[str, Any]) -> str:
     lines = []
     for task, schedules in blind.get("schedules", {}).items():
         how = blind.get("fit", {}).get(task, "")
-        fitted = "fitted on the reference split" if how == "reference" else "leave-one-out (shown: fitted on all)"
+        fitted = fit_label(how)
         described = "; ".join(f"{metric}: {s['described']}" for metric, s in schedules.items())
         lines.append(f"- blind schedule of {task} ({fitted}): {described}")
     return "\n".join(lines)

@@ -139,15 +139,14 @@ def score(
 def _looks(pvqa, other, predictions, counterfactuals, fit_episodes, judge_spec, the_judge, omegas) -> dict:
     """The blind rows and counterfactual rows of `score` (docs/spec.md §14): ``{"prs": {...}, "pauc": {...}}``."""
     # deferred: keeps `proactive-eval --help` light (judges, metrics, report pull numpy/tqdm)
-    from proactive_eval.baseline import blind_prs_summary
-    from proactive_eval.baseline_pauc import blind_pauc_summary
+    from proactive_eval.blind import blind_floor
     from proactive_eval.counterfactual import with_vision_gain
     from proactive_eval.metrics import score_pauc, score_prs
 
     out: dict[str, dict] = {}
     if other:
         scorers = prs_content_scorers(judge_spec, the_judge)
-        out["prs"] = {"blind": blind_prs_summary(other, fit_episodes, content_scorer=scorers)}
+        out["prs"] = {"blind": blind_floor("prs", other, fit_episodes, content_scorer=scorers)}
         for kind, outputs in counterfactuals.items():
             played = [e for e in other if e.id in outputs]
             if played:
@@ -155,7 +154,7 @@ def _looks(pvqa, other, predictions, counterfactuals, fit_episodes, judge_spec, 
                 own = score_prs(played, predictions, content_scorer=scorers).summary()
                 out["prs"].setdefault("counterfactual", {})[kind] = with_vision_gain(cf, own, ("prs_u", "prs_b"))
     if pvqa:
-        out["pauc"] = {"blind": blind_pauc_summary(pvqa, the_judge(), fit_episodes, omegas=omegas)}
+        out["pauc"] = {"blind": blind_floor("pauc", pvqa, fit_episodes, judge=the_judge(), omegas=omegas)}
         keys = tuple(f"omega={o}" for o in omegas)
         for kind, outputs in counterfactuals.items():
             played = [e for e in pvqa if e.id in outputs]

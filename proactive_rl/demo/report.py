@@ -161,19 +161,28 @@ def _pyplot():
     return plt
 
 
+#: the blind row's bars (grey, hatched) and the stages' (distinct colours, none of them grey)
+BLIND_COLOR = "#9e9e9e"
+STAGE_COLORS = ("#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+
+
 def plot_stages(stages: list[dict[str, Any]], path: Path) -> Path:
-    """Grouped bars: one group per metric (PRS-B per task, PRS-U/B overall, PAUC, acc), one bar per stage."""
+    """Grouped bars: one group per metric (PRS-B per task, PRS-U/B overall, PAUC, acc), one bar per stage (the blind
+    row grey and hatched, each stage its own colour); a stage with no score in a group has no bar there, "n/a"."""
     plt = _pyplot()
     keys = [(n, k) for n, k in columns(stages) if k != "ps" and not k.endswith("/prs_u")]
     ran = [s for s in stages if s.get("metrics") is not None]
     fig, ax = plt.subplots(figsize=(12, 4.6))
     width = 0.8 / max(1, len(ran))
-    colors = ["#9e9e9e", "#1f77b4", "#2ca02c", "#d62728", "#9467bd"]
+    colors = iter(STAGE_COLORS * (1 + len(ran) // len(STAGE_COLORS)))
     for i, stage in enumerate(ran):
-        values = [stage["metrics"].get(k) or 0.0 for _, k in keys]
+        blind = stage.get("key") == "blind"
+        style = {"color": BLIND_COLOR, "hatch": "//", "edgecolor": "white"} if blind else {"color": next(colors)}
+        values = [stage["metrics"].get(k) for _, k in keys]
         xs = [j + (i - (len(ran) - 1) / 2) * width for j in range(len(keys))]
-        bars = ax.bar(xs, values, width, label=stage["name"], color=colors[i % len(colors)])
-        for bar, value in zip(bars, values):
+        scored = [(x, v) for x, v in zip(xs, values) if v is not None]  # no bar where the stage has no score
+        bars = ax.bar([x for x, _ in scored], [v for _, v in scored], width, label=stage["name"], **style)
+        for bar, (_, value) in zip(bars, scored):
             ax.annotate(
                 f"{value:.0f}",
                 (bar.get_x() + bar.get_width() / 2, value),
@@ -183,6 +192,9 @@ def plot_stages(stages: list[dict[str, Any]], path: Path) -> Path:
                 xytext=(0, 1),
                 textcoords="offset points",
             )
+        for x, value in zip(xs, values):
+            if value is None:
+                ax.annotate("n/a", (x, 0), ha="center", va="bottom", fontsize=6, color="grey", rotation=90)
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels([n.replace(" (rule)", "\n(rule)").replace(" PRS", "\nPRS") for n, _ in keys], fontsize=9)
     ax.set_ylabel("score (× 100)")

@@ -23,6 +23,8 @@ An evaluator is used in three stages, so that the expensive part is spread over 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +77,8 @@ class Evaluator:
 
     Args:
         config (`EvaluatorConfig`): its configuration (``name``, ``max_items``, the type's own fields).
-        progress (`bool`, *optional*, defaults to `False`): progress bars while generating / judging.
+        progress (`bool`, *optional*): progress bars while generating / judging; `None`: on when stderr is a
+            terminal, on the main process (`show_progress`).
         log_samples (`int`, *optional*, defaults to `4`): rows of the sample table.
         items (`list`, *optional*): the episodes / environments to evaluate, instead of those the config names.
     """
@@ -87,9 +90,9 @@ class Evaluator:
     #: (`writer.write_record`); empty: the streaming predictions format (`writer.write(id, outputs)`)
     records_files: tuple[str, ...] = ()
 
-    def __init__(self, config, progress: bool = False, log_samples: int = 4, items: list | None = None):
+    def __init__(self, config, progress: bool | None = False, log_samples: int = 4, items: list | None = None):
         self.config, self.name = config, config.name
-        self.progress, self.log_samples = progress, int(log_samples)
+        self.progress, self.log_samples = show_progress(progress), int(log_samples)
         self._items = list(items) if items is not None else None
 
     @classmethod
@@ -130,6 +133,14 @@ class Evaluator:
         return tqdm(total=total, desc=f"eval: {self.name}", unit=unit)
 
 
-def build_evaluators(configs: list, progress: bool = False, log_samples: int = 4) -> list[Evaluator]:
+def show_progress(progress: bool | None) -> bool:
+    """`progress`, or when `None`: whether stderr is a terminal and this is the main process (one bar, not one
+    per rank; a log file gets none)."""
+    if progress is not None:
+        return bool(progress)
+    return sys.stderr.isatty() and os.environ.get("RANK", "0") == "0" and os.environ.get("LOCAL_RANK", "0") == "0"
+
+
+def build_evaluators(configs: list, progress: bool | None = None, log_samples: int = 4) -> list[Evaluator]:
     """One `Evaluator` per `EvaluatorConfig`, in order, of the class its ``type`` names."""
     return [evaluator_class(c.type)(c, progress=progress, log_samples=log_samples) for c in configs]

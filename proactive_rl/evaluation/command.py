@@ -16,7 +16,6 @@ directory); ``--watch`` keeps ``state.json``, one folder per checkpoint and ``le
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
@@ -50,6 +49,7 @@ def coverage_table(results: dict) -> str:
             lines.append(f"| {name} | {key} | {shown} | {row_coverage} |")
         for failure in summary.get("failures") or []:
             notes.append(f"{name}: {failure['id']} not played: {failure['reason']}")
+        notes += [f"{name}: {warning}" for warning in summary.get("warnings") or []]
     return "\n".join(lines + notes)
 
 
@@ -92,6 +92,9 @@ def _run(args: argparse.Namespace) -> int:
         out = (
             Path(args.out) if args.out else (Path(args.model) / "eval" if Path(args.model).is_dir() else Path("eval"))
         )
+        if state.is_main_process and evaluators[0].progress:  # on a terminal: a large model takes a while to load
+            names = ", ".join(ev.name for ev in evaluators)
+            print(f"proactive-rl eval: loading {args.model}, then evaluating it with {names}", file=sys.stderr)
         model, processor = load_checkpoint(args.model, args.dtype)
         results = evaluate_model(
             model,
@@ -104,9 +107,8 @@ def _run(args: argparse.Namespace) -> int:
         )
         if state.is_main_process:
             log_results(results, results.get("step") or 0, report_to=report_to, logging_dir=str(out / "tb"))
-            print(json.dumps({"metrics": results["metrics"], "incomplete": results["incomplete"]}, indent=1))
             print(coverage_table(results))
-            print(f"results: {out / 'results.json'}")
+            print(f"results (every metric, the reports and predictions): {out / 'results.json'}")
         return 0 if results["complete"] else 1
 
     run_dir = Path(args.watch)

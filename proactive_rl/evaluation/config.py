@@ -163,7 +163,8 @@ class EvalCallbackConfig:
             instead of recording it as incomplete.
         plots (`bool`, *optional*, defaults to `True`): draw the timeline / PAUC plots (and log them to wandb).
         log_samples (`int`, *optional*, defaults to `4`): episodes per evaluator in the wandb sample table.
-        progress (`bool`, *optional*, defaults to `False`): progress bars while evaluating.
+        progress (`bool`, *optional*): progress bars while evaluating; by default on when stderr is a terminal
+            (on the main process), off otherwise (a log file, a batch job).
         register_tasks (`list[str]`, *optional*): user tasks the evaluators' episodes use, by import path
             (`proactive_rewards.load_tasks`); a recipe's top-level ``register_tasks`` serves as well.
     """
@@ -175,7 +176,7 @@ class EvalCallbackConfig:
     fail_fast: bool = False
     plots: bool = True
     log_samples: int = 4
-    progress: bool = False
+    progress: bool | None = None
     register_tasks: list | None = None
 
     @classmethod

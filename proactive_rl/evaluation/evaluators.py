@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from proactive_eval.judges import OpenAIJudge, RuleJudge
+from proactive_eval.malformed import malformed_warning
 from proactive_eval.metrics import score_pauc, score_prs
 from proactive_eval.metrics.content import JudgeScorer, content_scorers
 from proactive_eval.predictions import atomic_write_text, prediction_line
@@ -48,6 +49,7 @@ _PRS_KEYS = (
     "prs_b_timing",
     "resp_per_target_b",
     "median_latency_b",
+    "malformed_outputs",
 )
 
 
@@ -192,6 +194,13 @@ class _StreamingEvaluator(Evaluator):
             metrics[f"{prefix}coverage"] = scored / total if total else 0.0
         metrics["failed_episodes"] = float(results[key]["overall"]["failed_episodes"])
 
+    def _warn_malformed(self, summary: dict) -> None:
+        """Log, and list in ``summary["warnings"]``, that most of the model's outputs are malformed."""
+        warning = malformed_warning(summary["overall"], f"the model (evaluator {self.name!r})")
+        if warning:
+            logger.warning(warning)
+            summary.setdefault("warnings", []).append(warning)
+
     def _samples(self, predictions: dict, scores: dict[str, float]) -> list[list[Any]]:
         rows = []
         for episode in self.items()[: self.log_samples]:
@@ -228,6 +237,7 @@ class PRSEvaluator(_StreamingEvaluator):
         if judge is not None:
             summary["judge_stats"] = judge.stats.as_dict()
         metrics = {k: summary["overall"][k] for k in _PRS_KEYS if summary["overall"].get(k) is not None}
+        self._warn_malformed(summary)
         for task, stats in summary["groups"].items():
             for key in ("prs_b", "prs_b_timing"):
                 if stats.get(key) is not None:
@@ -274,8 +284,10 @@ class PAUCEvaluator(_StreamingEvaluator):
         results = build_results(pauc=result, failures=failure_rows(failed, self.items()))
         summary = {**results["pauc"], "failures": results["failures"]}
         overall = summary["overall"]
+        self._warn_malformed(summary)
         metrics = {f"pauc_w{o}": overall.get(f"omega={o}", 0.0) for o in result.omegas}
         metrics["answered_turns"] = float(overall.get("answered_turns", 0))
+        metrics["malformed_outputs"] = float(overall.get("malformed_outputs", 0))
         self._coverage(results, "pauc", metrics)
         looks_metrics, looks = pauc_looks(self, episodes, predictions, self.counterfactual_runs, judge, result.omegas)
         metrics.update(looks_metrics)

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from proactive_eval import streaming  # module attribute: tests patch run_episode
-from proactive_eval.baseline import blind_prs_summary
 from proactive_eval.baseline_mcqa import blind_mcqa_summary, blind_oeg_summary
-from proactive_eval.baseline_pauc import blind_pauc_summary
+from proactive_eval.blind import blind_floor
 from proactive_eval.counterfactual import (
     NoPartner,
     counterfactual_id,
@@ -128,7 +127,9 @@ def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers)
     """``(metrics, summary)`` of the blind row and the counterfactuals of a PRS evaluation (module docstring)."""
     alpha, keys = evaluator.config.alpha, ("prs_u", "prs_b")
     reference = evaluator.baseline_items()
-    blind = _blind(evaluator, episodes, lambda: blind_prs_summary(episodes, reference, alpha, content_scorer=scorers))
+    blind = _blind(
+        evaluator, episodes, lambda: blind_floor("prs", episodes, reference, alpha=alpha, content_scorer=scorers)
+    )
     metrics = _flat(blind, keys, prefix="blind_")
     summary: dict[str, Any] = {"blind": blind}
     for kind, outputs in runs.items():
@@ -155,7 +156,9 @@ def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, 
         return {k.replace("omega=", "pauc_w"): v for k, v in flat.items()}
 
     blind = _blind(
-        evaluator, episodes, lambda: blind_pauc_summary(episodes, judge, evaluator.baseline_items(), omegas=omegas)
+        evaluator,
+        episodes,
+        lambda: blind_floor("pauc", episodes, evaluator.baseline_items(), judge=judge, omegas=omegas),
     )
     metrics, summary = named(blind, prefix="blind_"), {"blind": blind}
     for kind, outputs in runs.items():

@@ -271,6 +271,16 @@ class CheckpointWatcher:
             written["plot"] = plot_leaderboard(rows, shown, self.out_dir / "leaderboard.png")
         return written
 
+    def waiting_for(self) -> str:
+        """What the watcher waits for, in one line: the folder, the pattern and the checkpoints seen so far."""
+        seen = {name: e["status"] for name, e in self.state["checkpoints"].items()}
+        seen.update({name: "settling" for name in self._seen if name not in seen})
+        shown = ", ".join(f"{n} ({status})" for n, status in sorted(seen.items(), key=lambda x: _step(x[0])))
+        return (
+            f"watching {self.run_dir} for checkpoint-N folders (trainer_state.json, config.json and weights, "
+            f"unchanged for {self.settle_s:g} s); seen: {shown or 'none yet'}"
+        )
+
     # --- loop -----------------------------------------------------------------------------------------------
     def run(
         self, poll_s: float = 30.0, once: bool = False, follow: bool = False, max_idle_s: float | None = None
@@ -289,11 +299,14 @@ class CheckpointWatcher:
         from accelerate.utils import broadcast_object_list
 
         state = PartialState()
-        evaluated, last_activity = 0, time.monotonic()
+        evaluated, last_activity, said = 0, time.monotonic(), None
         while True:
             decision = None
             if state.is_main_process:
                 ready = self.pending()
+                if not ready and self.waiting_for() != said:  # said again only when what it has seen changes
+                    said = self.waiting_for()
+                    print(said, file=sys.stderr, flush=True)
                 waiting = bool(self._seen)  # a checkpoint seen complete, still settling
                 stop = (once and not ready and not waiting) or (not follow and not ready and self.finished())
                 if max_idle_s is not None and not ready and time.monotonic() - last_activity > max_idle_s:
@@ -302,7 +315,8 @@ class CheckpointWatcher:
             if state.num_processes > 1:
                 decision = broadcast_object_list([decision])[0]
             for step, path, digest in decision["ready"]:
-                logger.info("evaluating %s", path)
+                if state.is_main_process:
+                    print(f"evaluating {path}", file=sys.stderr, flush=True)
                 entry = self.evaluate(step, path, digest)
                 evaluated += entry["status"] in DONE
                 last_activity = time.monotonic()
@@ -310,6 +324,11 @@ class CheckpointWatcher:
                 return evaluated
             if not decision["ready"]:
                 time.sleep(poll_s)
+
+
+def _step(name: str) -> int:
+    match = CHECKPOINT_RE.match(name)
+    return int(match.group(1)) if match else -1
 
 
 def plot_leaderboard(rows: list[dict[str, Any]], metrics: list[str], path: Path) -> Path:

@@ -1,6 +1,6 @@
 """A remote reward server (OpenRLHF's ``--remote_rm_url``), standard library only: ``python -m proactive_rewards.serve``.
 
-``POST /`` with a JSON body, JSON back. Two request shapes, both answered with ``{"rewards": [...], "scores": [...]}``
+``POST /`` with a JSON body, JSON back (``GET /health`` answers ``{"status": "ok", "params": ...}``). Two request shapes, both answered with ``{"rewards": [...], "scores": [...]}``
 (the same list twice: OpenRLHF reads ``rewards``, newer versions ``scores``):
 
 - **OpenRLHF**: ``{"query": [str], "prompts": [str], "labels": [label]}``. ``query[i]`` is the decoded prompt and
@@ -124,7 +124,10 @@ class RewardHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        self._answer(405, {"error": "method: POST a JSON body to /"})
+        if self.path.split("?", 1)[0] == "/health":  # a load balancer's or launcher's liveness probe
+            self._answer(200, {"status": "ok", "params": self.params})
+            return
+        self._answer(405, {"error": "method: POST a JSON body to / (GET /health answers a liveness probe)"})
 
     def do_POST(self) -> None:  # noqa: N802
         if self.path.split("?", 1)[0] not in ("/", "/get_reward"):
@@ -178,8 +181,9 @@ def main(argv=None) -> int:
         if not isinstance(params, dict):
             raise ValueError("expected a JSON object")
         check_params(params)
-    except ValueError as err:
-        parser.error(f"--params: {err}")
+    except ValueError as err:  # one line, before the port is bound
+        print(f"{parser.prog}: error: --params: {str(err).removeprefix('params: ')}", file=sys.stderr)
+        return 2
     server = make_server(args.host, args.port, args.max_bytes, params)
     if args.quiet:
         server.RequestHandlerClass.log_message = lambda *a: None

@@ -16,8 +16,9 @@ from proactive_rewards.parsing import _message_text, _standardize_full, parse_mc
 
 def _check_r_p(r_p: float) -> float:
     r_p = float(r_p)
-    if not math.isfinite(r_p):
-        raise ValueError(f"r_p must be a finite number (the paper uses 0.5, 0.75 or 1.0), got {r_p!r}")
+    # a suggestion is worth no less than a wrong answer (0) and no more than the right one (1)
+    if not (math.isfinite(r_p) and 0.0 <= r_p <= 1.0):
+        raise ValueError(f"r_p must be a number in [0, 1] (the paper uses 0.5, 0.75 or 1.0), got {r_p!r}")
     return r_p
 
 

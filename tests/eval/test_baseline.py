@@ -111,3 +111,34 @@ def test_one_response_schedule_is_the_grid_argmax():
     fitted = blind.schedules[("atomic", "B")]
     got = sum(prs_score(fitted.responses(e), e.targets, mode="B").score for e in episodes)
     assert got == pytest.approx(best, abs=1e-9)
+
+
+def test_the_blind_pauc_answer_is_never_below_silence():
+    """Two answers with no word in common, two episodes each: leave-one-out fits each episode on the other three,
+    whose most common answer is the other one; said at the start of the reply span it is judged wrong (level 1,
+    y = 0 over the whole span, PAUC 0 at every ω: docs/spec.md §5), below silence's 0.25. The floor is silence."""
+    from proactive_eval.blind import SILENCE, blind_floor
+    from proactive_eval.judges import RuleJudge
+    from proactive_eval.metrics import score_pauc
+    from proactive_rewards import Response
+
+    texts = ["red car", "red car", "blue boat", "blue boat"]
+    episodes = [
+        Episode(id=f"p{k}", task="pvqa", duration=6.0, instruction="What is shown?",
+                targets=[Target(1.0, text, window=(1.0, 5.0))])
+        for k, text in enumerate(texts)
+    ]  # fmt: skip
+    judge = RuleJudge("token_f1")
+    wrong = {e.id: [Response(1.0, "blue boat" if e.targets[0].text == "red car" else "red car")] for e in episodes}
+    assert score_pauc(episodes, wrong, judge, progress=False).summary()["overall"]["omega=0.5"] == 0.0
+    floor = blind_floor("pauc", episodes, judge=judge)
+    assert SILENCE["pauc"] == 25.0
+    assert [floor["overall"][f"omega={o}"] for o in (0, 0.5, 1)] == [25.0, 25.0, 25.0]
+    schedule = floor["schedules"]["pvqa"]["pauc"]
+    assert (
+        schedule["silence_at"] == [0, 0.5, 1]
+        and "; silence at ω=0, 0.5, 1 (the fitted answers" in schedule["described"]
+    )
+    assert floor["fit"] == {"pvqa": "leave_one_out"}
+    # fitted on themselves (the empty reply is a candidate), the right answers: above silence
+    assert blind_floor("pauc", episodes, episodes, judge=judge)["overall"]["omega=0.5"] > 25.0

@@ -202,6 +202,33 @@ def test_server_answers_bad_requests_with_a_4xx_naming_the_field_and_keeps_servi
         )
 
 
+def test_server_answers_get_health(server):
+    with urllib.request.urlopen(server + "health", timeout=30) as response:
+        assert response.status == 200 and json.loads(response.read()) == {"status": "ok", "params": {}}
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(server, timeout=30)
+    assert err.value.code == 405 and "GET /health" in json.loads(err.value.read())["error"]
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ('{"r_p": -1}', r"r_p must be a number in \[0, 1\].*got -1.0"),
+        ('{"r_p": 2}', r"r_p must be a number in \[0, 1\]"),
+        ('{"alpha": -0.1}', r"alpha must be a finite number >= 0"),
+        ('{"alfa": 0.1}', r"unknown parameter\(s\) \['alfa'\]"),
+        ("[1]", r"expected a JSON object"),
+    ],
+)
+def test_serve_rejects_bad_params_in_one_line_before_binding(params, message, capsys):
+    from proactive_rewards.serve import main
+
+    assert main(["--port", "0", "--params", params]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("python -m proactive_rewards.serve: error: --params:")
+    assert re.search(message, err), err
+
+
 def test_serve_starts_in_a_venv_holding_only_proactive_rewards(tmp_path):
     """``python -m proactive_rewards.serve`` needs nothing but the standard library (a venv without pip packages)."""
     src = tmp_path / "src"  # pip builds in place: build a copy, the checkout stays clean

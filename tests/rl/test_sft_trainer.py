@@ -43,7 +43,7 @@ def make_trainer(tmp_path, examples, processor, model, **overrides):
         report_to=[],
         bf16=False,
         use_cpu=True,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
         max_grad_norm=0.0,
         seed=0,
         dataloader_num_workers=0,

@@ -26,6 +26,7 @@ from typing import Any
 
 from proactive_eval.judges import pauc_prompt
 from proactive_eval.judges.prompts import parse_level
+from proactive_eval.malformed import count_malformed
 from proactive_rewards import Response, as_response
 
 logger = logging.getLogger(__name__)
@@ -186,6 +187,8 @@ class PAUCResult:
     turns: list[TurnScore] = field(default_factory=list)
     judge_calls: int = 0
     unknown_ids: list[str] = field(default_factory=list)
+    #: episode id → (non-silent outputs, malformed ones), docs/spec.md §13
+    outputs: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def _means(self, turns: list[TurnScore]) -> dict[str, Any]:
         by_video: dict[str, list[TurnScore]] = defaultdict(list)
@@ -200,11 +203,14 @@ class PAUCResult:
             out[f"video_omega={o}"] = round(100 * video_mean, 4)
         out["unparseable"] = sum(t.unparseable for t in turns)
         out["answered_turns"] = sum(bool(t.kept) for t in turns)
+        counts = [self.outputs.get(video, (0, 0)) for video in by_video]
+        out["outputs"], out["malformed_outputs"] = sum(c[0] for c in counts), sum(c[1] for c in counts)
         return out
 
     def summary(self) -> dict[str, Any]:
         """``{"overall": {...}, "groups": {group: {...}}}`` with ``omega=ω`` (turn-weighted, official) and
-        ``video_omega=ω`` (mean of per-video means), both × 100."""
+        ``video_omega=ω`` (mean of per-video means), both × 100; ``unparseable`` judge answers; the model's
+        non-silent ``outputs`` and ``malformed_outputs`` (docs/spec.md §13)."""
         groups: dict[str, list[TurnScore]] = defaultdict(list)
         for t in self.turns:
             groups[t.group].append(t)
@@ -251,8 +257,10 @@ def score_pauc(
     pending = []  # (episode, turn index, target, question, kept, texts)
     for episode in episodes:
         question = str(episode.meta.get("question", episode.instruction)) if episode.meta else episode.instruction
-        # A malformed output (docs/spec.md §13) is not an answer: the judge never sees it.
-        responses = [r for r in map(as_response, predictions.get(episode.id, [])) if not r.malformed]
+        # A malformed output (docs/spec.md §13) is not an answer: the judge never sees it; it is counted.
+        outputs = list(map(as_response, predictions.get(episode.id, [])))
+        result.outputs[episode.id] = count_malformed(outputs)
+        responses = [r for r in outputs if not r.malformed]
         for i, target in enumerate(episode.targets):
             if target.window is None:
                 raise ValueError(f"episode {episode.id!r}: targets[{i}] has no window (the PAUC reply span)")

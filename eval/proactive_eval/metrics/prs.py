@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import proactive_rewards
+from proactive_eval.malformed import count_malformed
 from proactive_eval.metrics.content import content_scorers, scorer_name
 from proactive_eval.metrics.pauc import episode_group
 from proactive_rewards.temporal import prs_score
@@ -48,6 +49,9 @@ class EpisodePRS:
     episode_id: str
     group: str
     results: dict[str, Any]
+    #: the episode's non-silent outputs, and how many of them are malformed (docs/spec.md §13)
+    outputs: int = 0
+    malformed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"episode_id": self.episode_id, "group": self.group}
@@ -97,16 +101,15 @@ class PRSReport:
         out["answered_targets"] = sum(bool(t.matched) for e in episodes for t in e.results["B"].per_target)
         out["missed_targets"] = out["num_targets"] - out["answered_targets"]
         out["repeated_targets"] = sum(len(t.matched) > 1 for e in episodes for t in e.results["B"].per_target)
-        out["malformed_outputs"] = sum(
-            sum(r.malformed for t in e.results["B"].per_target for r in t.matched) for e in episodes
-        )
+        out["outputs"] = sum(e.outputs for e in episodes)
+        out["malformed_outputs"] = sum(e.malformed for e in episodes)
         return out
 
     def summary(self) -> dict[str, Any]:
         """``{"overall": {...}, "groups": {task: {...}}}``: ``prs_u``, ``prs_b``, ``prs_u_nopenalty``,
         ``prs_b_nopenalty``, ``prs_b_timing`` (× 100), ``resp_per_target_{u,b}``, ``median_latency_{u,b}`` (seconds),
         ``num_targets``, ``answered_targets``, ``missed_targets`` and ``repeated_targets`` (PRS-B matching: a response
-        or more, none, more than one)."""
+        or more, none, more than one), ``outputs`` and ``malformed_outputs`` (the model's non-silent outputs)."""
         groups: dict[str, list[EpisodePRS]] = defaultdict(list)
         for e in self.episodes:
             groups[e.group].append(e)
@@ -176,7 +179,7 @@ def score_prs(
             for key, (mode, penalty, timing) in VARIANTS.items()
         }
         group = episode_group(episode)
-        report.episodes.append(EpisodePRS(episode.id, group, results))
+        report.episodes.append(EpisodePRS(episode.id, group, results, *count_malformed(responses)))
         report.scorers[group] = scorer_name(scorer_of(episode))
     return report
 

@@ -114,4 +114,4 @@ class SuggestionScriptArguments:
                     raise ValueError(f"{name}: expected a number >= 0, got {value!r}")
         if self.warm_start_replay_coef is None:
             self.warm_start_replay_coef = self.replay_coef
-        # r_p itself is checked by the reward factory (finite number) when the reward is built.
+        # r_p itself is checked by the reward factory (a number in [0, 1]) when the reward is built.
