@@ -41,6 +41,8 @@ def sft_overrides(settings: DemoSettings, data: Path, model: Path) -> dict[str, 
         "model_name_or_path": str(model),
         "dataset_mixture": _train(data, (*settings.tasks, PAUC_TASK), settings.sft_weights),
         "save_strategy": "no",
+        # the demo scores every stage itself (proactive_rl.demo.evaluation); no checkpoint is saved to score
+        "eval_callback": None,
         "seed": settings.seed,
         "max_steps": 900,
         "freeze_vision_tower": False,
