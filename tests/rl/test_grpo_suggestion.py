@@ -287,7 +287,7 @@ def test_tiny_grpo_with_lora_trains_and_evaluates(tmp_path):
     assert adapted == {"q_proj", "k_proj"}
     logs = [h for h in trainer.state.log_history if "rewards/proactive_suggestion/mean" in h]
     assert logs and all(0.0 <= h["rewards/proactive_suggestion/mean"] <= 1.0 for h in logs)
-    report = json.loads((tmp_path / "mcqa_eval.json").read_text())
+    report = json.loads((tmp_path / "suggestion_eval.json").read_text())
     assert report["after"]["n"] == 2 * len(script_args.eval_environments) and 0 <= report["after"]["acc"] <= 100
     assert (tmp_path / "adapter_config.json").exists()
 

@@ -70,7 +70,7 @@ def test_a_missing_data_file_names_the_closest_one(tmp_path, capsys, monkeypatch
     bad.write_text(text)
     assert main(["train", "--config", str(bad), "--max_steps", "1"]) == 2
     line = one_error_line(capsys)
-    assert f"{bad}: dataset_mixture: episode file 'data/acident.json' does not exist" in line, line
+    assert f"{bad}: dataset_mixture[0]: episode file 'data/acident.json' does not exist" in line, line
     assert "did you mean `data/accident.json`?" in line
 
 
