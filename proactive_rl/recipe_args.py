@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,8 +103,11 @@ def parse_recipe(parser, argv: Sequence[str]) -> tuple:
     check_devices(argv, recipe)
     where = config_path(argv) or "command line"
 
+    flags = {a[2:].split("=", 1)[0] for a in argv if a.startswith("--")}
+
     def error(message: str):  # argparse's own (usage + message, exit 2) for a value it cannot convert
-        raise InputError(f"{'command line' if 'argument --' in message else where}: {message}")
+        named = re.search(r"argument --([\w-]+)", message)
+        raise InputError(f"{'command line' if named and named.group(1) in flags else where}: {message}")
 
     parser.error = error
     try:
@@ -186,7 +190,7 @@ def check_values(parsed: tuple, argv: Sequence[str]) -> None:
     """Values that TRL / transformers would only reject at the first step (or never): `InputError` naming the field,
     where it was set and the value."""
     path = config_path(argv) or "command line"
-    flags = {a[2:].split("=", 1)[0] for a in argv if a.startswith("--")}
+    flags = {a[2:].split("=", 1)[0].replace("-", "_") for a in argv if a.startswith("--")}
     for args in parsed:
         for key, ok, rule in VALUE_RULES:
             value = getattr(args, key, None)

@@ -82,7 +82,7 @@ def test_bad_values_flags_and_recipe_names(tmp_path, capsys, monkeypatch):
             ["--config", "tiny/sft.yaml", "--learnin_rate", "1"],
             r"command line: unknown flag `--learnin_rate`; did you",
         ),
-        (["--config", "tiny/sft.yaml", "--learning_rate", "abc"], r"sft.yaml: argument --learning_rate.*'abc'"),
+        (["--config", "tiny/sft.yaml", "--learning_rate", "abc"], r"command line: argument --learning_rate.*'abc'"),
         (["--config", "tiny/sft.yaml", "--on_bad_record", "nope"], r"sft.yaml: on_bad_record: expected one of"),
     ]
     for argv, pattern in cases:
