@@ -54,9 +54,8 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
 
 
 def check_inputs(script_args, training_args, model_args) -> None:
-    """What a run reads must exist before any model loads: the model (`check_model_args`), every episode file of the
-    recipe's mixtures (`proactive_rl.data.mixture.check_source`) and of its evaluators."""
-    check_model_args(model_args)
+    """What a run reads must exist before any model loads: every episode file of the recipe's mixtures and of its
+    evaluators (`proactive_rl.data.mixture.check_source`), then the model (`check_model_args`)."""
     for key in ("dataset_mixture", "eval_mixture", "replay_mixture"):
         for i, src in enumerate(getattr(script_args, key, None) or []):
             if isinstance(src, DatasetSource):
@@ -68,6 +67,7 @@ def check_inputs(script_args, training_args, model_args) -> None:
             if isinstance(raw, list):
                 for src in (s if isinstance(s, DatasetSource) else parse_mixture(s, where)[0] for s in raw):
                     check_source(src, where)
+    check_model_args(model_args)
 
 
 def check_model_args(model_args) -> None:
