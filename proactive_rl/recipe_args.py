@@ -13,10 +13,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
-
-from proactive_rl.errors import InputError, MissingInput, did_you_mean
-from proactive_rl.shipped import resolve_recipe
+from proactive_rl.errors import InputError, did_you_mean
+from proactive_rl.shipped import read_recipe, resolve_recipe
 
 
 def flag_value(argv: Sequence[str], flag: str) -> str | None:
@@ -70,13 +68,7 @@ def check_keys(parser, argv: Sequence[str]) -> dict:
     path = config_path(argv)
     recipe = {}
     if path is not None:
-        try:
-            with open(path) as f:
-                recipe = yaml.safe_load(f)
-        except FileNotFoundError:
-            raise MissingInput(f"{path}: no such recipe file") from None
-        except (OSError, yaml.YAMLError) as err:
-            raise InputError(f"{path}: cannot read the recipe: {' '.join(str(err).split())}") from None
+        recipe = read_recipe(path)
         if not isinstance(recipe, dict):
             raise InputError(f"{path}: expected a YAML mapping of fields, got {type(recipe).__name__}")
         for key in recipe:

@@ -4,10 +4,12 @@
 
     proactive-rl eval --config recipes/tiny/sft.yaml --model outputs/tiny-sft/checkpoint-60
     proactive-rl eval --config recipes/tiny/sft.yaml --watch outputs/tiny-sft          # beside a training job
+    proactive-rl eval --episodes data/val.json --model outputs/tiny-sft                 # episode files, no recipe
     accelerate launch --num_processes 8 -m proactive_rl.cli eval --config RECIPE.yaml --watch OUTPUT_DIR
 
 The evaluators come from the ``eval_callback`` block of a recipe (or a YAML holding that block alone), so a
-checkpoint evaluated here gets the numbers the training callback logged for it. ``--model`` writes
+checkpoint evaluated here gets the numbers the training callback logged for it; a training recipe without the block
+is evaluated on its held-out data, and ``--episodes`` on episode files (`proactive_rl.evaluation.implied`). ``--model`` writes
 ``results.json``, per-evaluator reports and plots to ``--out`` (default ``<model>/eval`` for a local
 directory); ``--watch`` keeps ``state.json``, one folder per checkpoint and ``leaderboard.{md,json,png}`` in
 ``--out`` (default ``<OUTPUT_DIR>/eval_watch``). See `proactive_rl.evaluation.watch` for the watching rules.
@@ -87,11 +89,8 @@ def checkpoint_hint(model: str) -> str:
     """The fix for a missing ``--model`` folder: the checkpoints that exist beside it, else the other model specs."""
     folder = Path(model).expanduser()
     run_dir = folder if folder.name and not folder.name.startswith("checkpoint-") else folder.parent
-    found = (
-        sorted(run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.rpartition("-")[2] or 0))
-        if run_dir.is_dir()
-        else []
-    )
+    steps = {p: p.name.rpartition("-")[2] for p in (run_dir.glob("checkpoint-*") if run_dir.is_dir() else [])}
+    found = sorted((p for p, step in steps.items() if step.isdigit()), key=lambda p: int(steps[p]))
     if found:
         return f"checkpoints there: {', '.join(str(p) for p in found[-3:])}"
     return "pass --model a saved model folder (OUTPUT_DIR or OUTPUT_DIR/checkpoint-N), a hub id or tiny:qwen2_5_vl:xs"
@@ -110,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     config = eval_config(args)
     if args.model:
         check_model_source(args.model, "--model", "--model", checkpoint_hint(args.model))
-    elif not Path(args.watch).is_dir():
+    elif args.once and not Path(args.watch).is_dir():  # without --once the watcher waits for the run to start
         raise MissingInput(f"--watch: no training output folder at {args.watch!r}; pass the run's output_dir")
     evaluators = build_evaluators(config.evaluators, progress=config.progress, log_samples=config.log_samples)
     import torch

@@ -23,13 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import yaml
-
 from proactive_eval.counterfactual import check_counterfactuals
 from proactive_rewards.task_table import load_tasks
-from proactive_rl.errors import InputError, MissingInput, did_you_mean
+from proactive_rl.errors import InputError, did_you_mean
 from proactive_rl.evaluation.base import evaluator_class
 from proactive_rl.evaluation.implied import episode_evaluators, is_training_recipe, recipe_evaluators
+from proactive_rl.shipped import read_recipe
 
 JUDGE_TYPES = ("rule", "openai")
 ON_ERROR = ("skip", "raise")
@@ -205,13 +204,7 @@ class EvalCallbackConfig:
 def load_eval_config(path: str) -> EvalCallbackConfig:
     """An `EvalCallbackConfig` from a YAML file: a recipe (its ``eval_callback`` block, else the evaluators its
     held-out data implies: `proactive_rl.evaluation.implied`) or the block alone."""
-    try:
-        with open(path) as f:
-            raw = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise MissingInput(f"{path}: no such recipe file") from None
-    except (OSError, yaml.YAMLError) as err:
-        raise InputError(f"{path}: cannot read the recipe: {' '.join(str(err).split())}") from None
+    raw = read_recipe(path)
     if isinstance(raw, dict) and "eval_callback" in raw:
         load_tasks(raw.get("register_tasks"), f"{path}: register_tasks")
         return EvalCallbackConfig.from_dict(raw["eval_callback"], f"{path}: eval_callback")
