@@ -18,7 +18,7 @@ import yaml
 
 from proactive_rl.chat.messages import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT
 from proactive_rl.data.mixture import DatasetSource, check_source, parse_mixture
-from proactive_rl.errors import InputError, input_errors, report
+from proactive_rl.errors import InputError, MissingInput, input_errors, report
 from proactive_rl.evaluation import ProactiveEvalCallback
 from proactive_rl.evaluation.config import EvalCallbackConfig
 from proactive_rl.evaluation.shutdown import exit_launched
@@ -55,11 +55,17 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
 
 def check_inputs(script_args, training_args, model_args) -> None:
     """What a run reads must exist before any model loads: every episode file of the recipe's mixtures and of its
-    evaluators (`proactive_rl.data.mixture.check_source`), then the model (`check_model_args`)."""
+    evaluators (`proactive_rl.data.mixture.check_source`), every environment file, then the model
+    (`check_model_args`)."""
     for key in ("dataset_mixture", "eval_mixture", "replay_mixture"):
         for i, src in enumerate(getattr(script_args, key, None) or []):
             if isinstance(src, DatasetSource):
                 check_source(src, f"{key}[{i}]")
+    for key in ("environments", "eval_environments"):  # the suggestion trainer's ProactiveBench files
+        for i, spec in enumerate(getattr(script_args, key, None) or []):
+            source = getattr(spec, "source", "synthetic")
+            if source != "synthetic" and not Path(source).exists():
+                raise MissingInput(f"{key}[{i}]: no such file {source!r} (paths are relative to {Path.cwd()})")
     config = getattr(script_args, "eval_callback", None)
     for i, evaluator in enumerate(getattr(config, "evaluators", None) or []):
         for key in ("episodes", "baseline_episodes"):
