@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from trl import ModelConfig, TrlParser
 
+from proactive_rl.errors import InputError
 from proactive_rl.grpo.replay import StreamingReplay
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig, StreamingGRPOScriptArguments
 from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
@@ -36,7 +37,7 @@ def build_trainer(
     if script_args.expected_windows is not None and composition(windows) != dict(
         sorted(script_args.expected_windows.items())
     ):
-        raise ValueError(
+        raise InputError(
             f"expected_windows: the training data gives {composition(windows)} rollout windows, the recipe expects "
             f"{dict(sorted(script_args.expected_windows.items()))}; check the episode files or the window knobs"
         )

@@ -38,6 +38,7 @@ from proactive_rl.data.mcqa import (
     rows_to_dataset,
     suppressed_tokens,
 )
+from proactive_rl.errors import InputError
 from proactive_rl.grpo.replay import StreamingReplay
 from proactive_rl.grpo.reward_guard import guard_rewards
 from proactive_rl.grpo.suggestion.backend import resolve_generation_backend
@@ -93,7 +94,7 @@ def recipe_warm_start(model, processor, script_args: SuggestionScriptArguments, 
     ``warm_start_replay_coef`` (none at 0); returns the losses."""
     envs = [env for src in script_args.environments if src.source == "synthetic" for env in src.build()]
     if not envs:
-        raise ValueError("warm_start_steps: the warm start needs synthetic training environments")
+        raise InputError("warm_start_steps: the warm start needs synthetic training environments")
     return warm_start(
         model,
         processor,
@@ -120,7 +121,7 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
     logger.info("training rows (single-turn environment states): %d", len(rows))
     if script_args.answer_letters_only:
         if training_args.max_completion_length != 1:
-            raise ValueError(
+            raise InputError(
                 "answer_letters_only: needs max_completion_length: 1 (only letters can be sampled, so a longer "
                 f"completion would be several letters), got {training_args.max_completion_length}"
             )
