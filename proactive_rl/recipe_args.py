@@ -206,10 +206,14 @@ VALUE_RULES = (
 )
 
 
-def located(err: BaseException, path: str | None) -> BaseException:
-    """`err` with ``PATH: `` in front of its message when it does not name the recipe yet (for `report`)."""
+def located(err: BaseException, path: str | None, argv: Sequence[str] = ()) -> BaseException:
+    """`err` with ``PATH: `` in front of its message when it does not name the recipe yet (for `report`), or
+    ``command line: `` when the field it starts with (``model_name_or_path: ...``) was a flag of `argv`."""
     if path is None or str(err).startswith((path, "command line:")):
         return err
+    field = re.match(r"\w+", str(err))
+    if field and flag_value(argv, f"--{field.group(0)}") is not None:
+        path = "command line"
     try:  # keep the type (a MissingInput stays a FileNotFoundError)
         return type(err)(f"{path}: {err}")
     except TypeError:

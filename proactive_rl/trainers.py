@@ -82,5 +82,5 @@ def run_train(argv: Sequence[str]) -> int:
         try:
             check_model_path(model)
         except InputError as err:  # the message names the field, the path and the fix
-            raise located(err, config_path(argv)) from None
+            raise located(err, config_path(argv), argv) from None
     return trainer_module(trainer).train_main(list(argv))

@@ -49,7 +49,7 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
         check_inputs(*args)  # data, tasks and the model source, before any model loads
         main(*args)
     except input_errors() as err:
-        return report("proactive-rl train", located(err, path))
+        return report("proactive-rl train", located(err, path, argv))
     return exit_launched(0)  # under accelerate launch: the group closed, then exit here (no interpreter teardown)
 
 

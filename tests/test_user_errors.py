@@ -70,7 +70,7 @@ def test_a_missing_data_file(tmp_path):
 
 def test_a_missing_model_folder(tmp_path):
     line = error_line(run(["train", "--config", "tiny/sft.yaml", "--model_name_or_path", "outputs/nope"], tmp_path))
-    assert "model_name_or_path: no model folder at 'outputs/nope'" in line, line
+    assert "command line: model_name_or_path: no model folder at 'outputs/nope'" in line, line
     assert "pass --model_name_or_path tiny:qwen2_5_vl:xs" in line, line
 
 
@@ -85,7 +85,8 @@ def test_eval_names_a_missing_model_path_and_the_checkpoints_there(tmp_path):
 def test_a_hub_id_offline(tmp_path):
     model = "Qwen/Qwen2.5-VL-3B-Instruct"
     line = error_line(run(["train", "--config", "tiny/sft.yaml", "--model_name_or_path", model], tmp_path))
-    assert f"model_name_or_path: '{model}' is not in the local Hugging Face cache and HF_HUB_OFFLINE is set" in line
+    expected = f"command line: model_name_or_path: '{model}' is not in the local Hugging Face cache and HF_HUB_OFFLINE"
+    assert expected in line, line
     assert f"hf download {model}" in line and "pass --model_name_or_path a local folder" in line, line
 
 
