@@ -83,7 +83,7 @@ def test_bad_values_flags_and_recipe_names(tmp_path, capsys, monkeypatch):
             r"command line: unknown flag `--learnin_rate`; did you",
         ),
         (["--config", "tiny/sft.yaml", "--learning_rate", "abc"], r"command line: argument --learning_rate.*'abc'"),
-        (["--config", "tiny/sft.yaml", "--on_bad_record", "nope"], r"sft.yaml: on_bad_record: expected one of"),
+        (["--config", "tiny/sft.yaml", "--on_bad_record", "nope"], r"command line: on_bad_record: expected one of"),
     ]
     for argv, pattern in cases:
         assert main(["train", *argv]) == 2, argv
