@@ -56,16 +56,21 @@ def _add_synth_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _csv(value: str, valid: Sequence[str], flag: str) -> list[str]:
+    # deferred: keeps --help / light imports fast
+    from proactive_rl.errors import InputError, did_you_mean
+
     items = [] if value.strip().lower() == "none" else [v.strip() for v in value.split(",") if v.strip()]
     unknown = [v for v in items if v not in valid]
     if unknown:
-        raise SystemExit(f"{flag}: unknown {', '.join(unknown)}; expected one of {', '.join(valid)}")
+        hint = did_you_mean(unknown[0], valid)
+        raise InputError(f"{flag}: unknown {', '.join(unknown)};{hint} expected one of {', '.join(valid)}")
     return items
 
 
 def _run_synth(args: argparse.Namespace) -> int:
     # deferred: keeps --help / light imports fast
     from proactive_eval.episodes import TASKS
+    from proactive_rl.errors import InputError
     from proactive_rl.synthetic.environments import KINDS
     from proactive_rl.synthetic.export import export_dataset
 
@@ -75,7 +80,7 @@ def _run_synth(args: argparse.Namespace) -> int:
         fractions = [float(x) for x in args.split.split(",")]
         lo, hi = (int(x) for x in args.duration.split(","))
     except ValueError:
-        raise SystemExit(
+        raise InputError(
             f"--split takes three numbers and --duration two integers, got {args.split!r}, {args.duration!r}"
         ) from None
     try:
@@ -97,9 +102,10 @@ def _run_synth(args: argparse.Namespace) -> int:
             event_duration=args.event_duration,
             noise=args.noise,
         )
-    except (ValueError, TypeError) as err:
-        print(f"proactive-rl synth: error: {err}", file=sys.stderr)
-        return 2
+    except (ValueError, TypeError) as err:  # a knob out of range, a folder made with other arguments
+        if isinstance(err, InputError):
+            raise
+        raise InputError(str(err)) from err
     if result["reused_folder"]:
         print(
             f"{args.out}: same arguments as before: reusing existing files ({result['reused']} reused, "
@@ -129,24 +135,23 @@ def _run_eval(args: argparse.Namespace) -> int:
     return run(args)
 
 
-# --- placeholders (demo registers its own add_arguments / run here) -------------------------------------
-
-
-def _placeholder(name: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        print(f"proactive-rl {name}: not yet available", file=sys.stderr)
-        return 2
-
-    return run
+# --- train (proactive_rl.trainers; `main` hands it the arguments before argparse, which does not know them) ------
 
 
 def _no_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
+def _run_train(args: argparse.Namespace) -> int:
+    # deferred: keeps --help / light imports fast
+    from proactive_rl.trainers import run_train
+
+    return run_train(args.rest)
+
+
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "synth": ("write the synthetic world (mp4 + episodes JSON + MCQA JSONL)", _add_synth_arguments, _run_synth),
-    "train": ("train a model (SFT / GRPO) from a YAML recipe", _no_arguments, _placeholder("train")),
+    "train": ("train a model (SFT / GRPO) from a YAML recipe", _no_arguments, _run_train),
     "eval": ("evaluate a model, or each checkpoint of a run as it appears", add_eval_arguments, _run_eval),
     "recipes": (
         "list the shipped recipes and launch configs (ls), or copy one out to edit (cp tiny/sft.yaml my_sft.yaml)",
@@ -185,9 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = argv[1:]
     try:
         if argv and argv[0] == "train":  # TrlParser owns the train flags (recipe fields), so argparse steps aside
-            from proactive_rl.trainers import run_train
-
-            return run_train(argv[1:])
+            return _run_train(argparse.Namespace(rest=argv[1:]))
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command][2](args)
     except Exception as err:  # an error about the user's input: one line, exit status 2; anything else: traceback

@@ -1,26 +1,25 @@
 """Errors about the user's input, and how the commands report them: one line, exit status 2, no traceback.
 
 `InputError` is raised for what the user wrote or pointed at (a recipe's keys and values, a data file, a model
-path); its message names the file, the key or record, and the fix or the closest valid name (`did_you_mean`). The
-episode readers' `EpisodeError` and `VideoError` (`proactive_eval`) are input errors too. ``proactive-rl`` and every
-trainer entry point print such an error as one line and exit with status 2 (`report`); ``PROACTIVE_RL_DEBUG=1`` (or
+path); its message names the file, the key or record, and the fix or the closest valid name (`did_you_mean`). It
+subclasses `proactive_eval.errors.InputError`, as the episode readers' `EpisodeError` and `VideoError` do, so one
+``except`` catches every input error of both packages. ``proactive-rl``, ``proactive-eval`` and every trainer entry
+point print such an error as one line and exit with status 2 (`report`); ``PROACTIVE_RL_DEBUG=1`` (or
 ``proactive-rl --debug ...``) shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import difflib
-import os
-import sys
 from collections.abc import Iterable
 
-from proactive_eval.records import EpisodeError
-from proactive_eval.video import VideoError
+from proactive_eval import errors as _eval_errors
+from proactive_eval.errors import DEBUG_ENV, debug, report
 
-DEBUG_ENV = "PROACTIVE_RL_DEBUG"
+__all__ = ["DEBUG_ENV", "InputError", "MissingInput", "NotAFolder", "debug", "did_you_mean", "input_errors", "report"]
 
 
-class InputError(ValueError):
+class InputError(_eval_errors.InputError):
     """The user's input is wrong (recipe key or value, data file, model path); the message says where and the fix."""
 
 
@@ -33,8 +32,9 @@ class NotAFolder(InputError, NotADirectoryError):
 
 
 def input_errors() -> tuple[type[Exception], ...]:
-    """The exception types reported in one line: `InputError` and the episode readers' record and video errors."""
-    return InputError, EpisodeError, VideoError
+    """The exception types reported in one line: every `proactive_eval.errors.InputError` (this package's
+    `InputError`, the episode readers' `EpisodeError` and `VideoError`)."""
+    return (_eval_errors.InputError,)
 
 
 def did_you_mean(name: str, valid: Iterable[str], cutoff: float = 0.6) -> str:
@@ -47,17 +47,3 @@ def did_you_mean(name: str, valid: Iterable[str], cutoff: float = 0.6) -> str:
     """
     close = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=cutoff)
     return f" did you mean `{close[0]}`?" if close else ""
-
-
-def debug() -> bool:
-    """Whether errors show their traceback (``PROACTIVE_RL_DEBUG=1``)."""
-    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
-
-
-def report(prog: str, err: BaseException) -> int:
-    """Print `err` as one line ``PROG: error: MESSAGE`` on stderr and return 2 (re-raise it under `debug`)."""
-    if debug():
-        raise err
-    message = " ".join(str(err).split("\n")).strip()
-    print(f"{prog}: error: {message} (traceback: {DEBUG_ENV}=1)", file=sys.stderr, flush=True)
-    return 2

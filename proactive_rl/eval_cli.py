@@ -14,7 +14,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     target.add_argument("--model", help="a checkpoint directory, a hub id, or tiny:<arch>:<size>")
     target.add_argument("--watch", metavar="OUTPUT_DIR", help="a training output_dir: evaluate each new checkpoint-N")
     parser.add_argument(
-        "--config", required=True, help="a recipe YAML with an eval_callback block (or a YAML with that block alone)"
+        "--config",
+        help="a recipe YAML: its eval_callback block, a YAML with that block alone, or a training recipe (its "
+        "held-out data: eval_mixture / eval_environments)",
+    )
+    parser.add_argument(
+        "--episodes",
+        nargs="+",
+        metavar="FILE",
+        help="episode files to evaluate without a recipe (PAUC where every target has a reply window, else PRS)",
     )
     parser.add_argument("--out", help="output folder (default: <model>/eval, or <OUTPUT_DIR>/eval_watch)")
     parser.add_argument("--dtype", default=None, help="model dtype: float32, bfloat16, float16, auto (default: auto)")

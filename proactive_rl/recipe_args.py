@@ -9,33 +9,51 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
+from typing import Any
 
-import yaml
+from proactive_rl.errors import InputError, did_you_mean
+from proactive_rl.shipped import read_recipe, resolve_recipe
 
-from proactive_rl.errors import InputError, MissingInput, did_you_mean
-from proactive_rl.shipped import resolve_recipe
+
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value of ``flag`` in `argv`, spelt ``--flag X`` or ``--flag=X`` (the last one, as argparse reads it).
+
+    Example:
+
+    >>> flag_value(["--config", "a.yaml", "--config=b.yaml"], "--config"), flag_value(["--max_steps", "2"], "--config")
+    ('b.yaml', None)
+    """
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
 
 
 def config_path(argv: Sequence[str]) -> str | None:
-    """The ``--config`` value of `argv` (``--config X`` or ``--config=X``), else `None`."""
-    for i, arg in enumerate(argv):
-        if arg == "--config" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--config="):
-            return arg.split("=", 1)[1]
-    return None
+    """The ``--config`` value of `argv` (``--config X`` or ``--config=X``), else `None`: the one reader of it."""
+    return flag_value(argv, "--config")
 
 
 def resolve_config(argv: Sequence[str]) -> list[str]:
-    """`argv` with its ``--config`` resolved to a file (a local one, else the shipped recipe of that name)."""
-    argv = list(argv)
+    """`argv` with its ``--config`` resolved to a file (a local one, else the shipped recipe of that name), given as
+    ``--config FILE`` (the form TRL's parser reads)."""
+    path = config_path(argv)
+    if path is None:
+        return list(argv)
+    rest, skip = [], False
     for i, arg in enumerate(argv):
-        if arg == "--config" and i + 1 < len(argv):
-            argv[i + 1] = resolve_recipe(argv[i + 1])
-        elif arg.startswith("--config="):
-            argv[i] = "--config=" + resolve_recipe(arg.split("=", 1)[1])
-    return argv
+        if skip:
+            skip = False
+        elif arg == "--config" and i + 1 < len(argv):
+            skip = True
+        elif not arg.startswith("--config="):
+            rest.append(arg)
+    return ["--config", resolve_recipe(path), *rest]
 
 
 def field_names(parser) -> set[str]:
@@ -43,18 +61,14 @@ def field_names(parser) -> set[str]:
     return {f.name for cls in parser.dataclass_types for f in dataclasses.fields(cls) if f.init} | {"env"}
 
 
-def check_keys(parser, argv: Sequence[str]) -> None:
-    """Raise `InputError` for a recipe key or a ``--flag`` that no dataclass of `parser` has, naming the closest."""
+def check_keys(parser, argv: Sequence[str]) -> dict:
+    """Raise `InputError` for a recipe key or a ``--flag`` that no dataclass of `parser` has, naming the closest;
+    returns the recipe (``{}`` without ``--config``)."""
     valid = field_names(parser)
     path = config_path(argv)
+    recipe = {}
     if path is not None:
-        try:
-            with open(path) as f:
-                recipe = yaml.safe_load(f)
-        except FileNotFoundError:
-            raise MissingInput(f"{path}: no such recipe file") from None
-        except (OSError, yaml.YAMLError) as err:
-            raise InputError(f"{path}: cannot read the recipe: {' '.join(str(err).split())}") from None
+        recipe = read_recipe(path)
         if not isinstance(recipe, dict):
             raise InputError(f"{path}: expected a YAML mapping of fields, got {type(recipe).__name__}")
         for key in recipe:
@@ -66,6 +80,7 @@ def check_keys(parser, argv: Sequence[str]) -> None:
         if flag not in ("config", "help") and name not in valid and not (name.startswith("no_") and name[3:] in valid):
             hint = did_you_mean(name, valid).replace("`", "`--", 1) or _see(parser)
             raise InputError(f"command line: unknown flag `--{flag}`;{hint}")
+    return recipe
 
 
 def _see(parser) -> str:
@@ -73,26 +88,132 @@ def _see(parser) -> str:
 
 
 def parse_recipe(parser, argv: Sequence[str]) -> tuple:
-    """``parser.parse_args_and_config(argv)`` after `check_keys`; a rejected value is an `InputError` with its file."""
-    check_keys(parser, argv)
+    """``parser.parse_args_and_config(argv)`` after `check_keys` and `check_devices`, then `check_values`; a rejected
+    value is an `InputError` naming where it was set (the recipe's path, or ``command line`` for a flag)."""
+    argv = negative_values_joined(argv)
+    recipe = check_keys(parser, argv)
+    check_devices(argv, recipe)
     where = config_path(argv) or "command line"
 
+    flags = {a[2:].split("=", 1)[0] for a in argv if a.startswith("--")}
+
     def error(message: str):  # argparse's own (usage + message, exit 2) for a value it cannot convert
-        raise InputError(f"{where}: {message}")
+        named = re.search(r"argument --([\w-]+)", message)
+        raise InputError(f"{'command line' if named and named.group(1) in flags else where}: {message}")
 
     parser.error = error
     try:
-        return parser.parse_args_and_config(list(argv))
+        parsed = parser.parse_args_and_config(list(argv))
     except InputError:
         raise
     except (ValueError, TypeError) as err:  # the dataclasses' __post_init__ checks of the recipe's values
         raise InputError(f"{where}: {err}") from err
+    check_values(parsed, argv)
+    return parsed
 
 
-def located(err: BaseException, path: str | None) -> BaseException:
-    """`err` with ``PATH: `` in front of its message when it does not name the recipe yet (for `report`)."""
+def negative_values_joined(argv: Sequence[str]) -> list[str]:
+    """``--flag -1e-3`` as ``--flag=-1e-3``: argparse takes ``-1e-3`` (unlike ``-1`` or ``-0.5``) for an option.
+
+    >>> negative_values_joined(["--learning_rate", "-1e-3", "--max_steps", "-1"])
+    ['--learning_rate=-1e-3', '--max_steps=-1']
+    """
+    out = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and _is_negative_number(arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+def _is_negative_number(text: str) -> bool:
+    try:
+        return text.startswith("-") and float(text) <= 0
+    except ValueError:
+        return False
+
+
+def setting(argv: Sequence[str], recipe: dict, key: str) -> tuple[Any, str]:
+    """``(value, where)`` of field `key`: a ``--key`` flag's (``where`` is ``on the command line``; a bare boolean
+    flag is ``True``), else the recipe's (``in the recipe``), else ``(None, "")``."""
+    flag = f"--{key}"
+    value = flag_value(argv, flag)
+    if value is not None and not (value.startswith("--") and flag in argv):
+        return value, "on the command line"
+    if flag in argv:
+        return True, "on the command line"
+    if key in recipe:
+        return recipe[key], "in the recipe"
+    return None, ""
+
+
+def truthy(value: Any) -> bool:
+    """A boolean field's value as the parser reads it (``true``, ``yes``, ``1``, ``True``)."""
+    return value is True or str(value).strip().lower() in ("true", "yes", "y", "1", "t")
+
+
+def check_devices(argv: Sequence[str], recipe: dict) -> None:
+    """bf16 / fp16 and flash-attention asked for on a machine without them: one `InputError` naming each setting,
+    where it was set and the override to pass (before transformers rejects bf16 in its own words, or flash-attn
+    fails at model load)."""
+    # deferred: keeps torch/transformers out of light import paths
+    import torch
+    from transformers.utils import is_torch_bf16_gpu_available
+
+    problems = []
+    bf16, where = setting(argv, recipe, "bf16")
+    use_cpu = truthy(setting(argv, recipe, "use_cpu")[0])
+    if truthy(bf16) and not use_cpu and not is_torch_bf16_gpu_available():
+        problems.append(f"bf16: true ({where}) needs a GPU with bf16 and there is none here; pass --bf16 false")
+    fp16, where = setting(argv, recipe, "fp16")
+    if truthy(fp16) and not torch.cuda.is_available():
+        problems.append(f"fp16: true ({where}) needs a CUDA GPU and there is none here; pass --fp16 false")
+    from proactive_rl.models.loading import attn_problem
+
+    attn, where = setting(argv, recipe, "attn_implementation")
+    if attn is not None and attn_problem(attn):
+        problems.append(f"attn_implementation: {attn} ({where}) {attn_problem(attn)}; pass --attn_implementation sdpa")
+    if problems:
+        raise InputError(f"{config_path(argv) or 'command line'}: " + "; ".join(problems))
+
+
+def check_values(parsed: tuple, argv: Sequence[str]) -> None:
+    """Values that TRL / transformers would only reject at the first step (or never): `InputError` naming the field,
+    where it was set and the value."""
+    path = config_path(argv) or "command line"
+    flags = {a[2:].split("=", 1)[0].replace("-", "_") for a in argv if a.startswith("--")}
+    for args in parsed:
+        for key, ok, rule in VALUE_RULES:
+            value = getattr(args, key, None)
+            if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)) and not ok(value):
+                where = "command line" if key in flags else path
+                raise InputError(f"{where}: {key}: must be {rule}, got {value!r}")
+
+
+# (field, accepts(value), "what it must be"): training values TRL / transformers accept at parse time.
+VALUE_RULES = (
+    ("learning_rate", lambda v: v > 0, "> 0"),
+    ("per_device_train_batch_size", lambda v: v >= 1, "an integer >= 1"),
+    ("gradient_accumulation_steps", lambda v: v >= 1, "an integer >= 1"),
+    ("max_steps", lambda v: v == -1 or v >= 1, "-1 (train by epochs) or an integer >= 1"),
+    ("num_train_epochs", lambda v: v > 0, "> 0"),
+    ("weight_decay", lambda v: v >= 0, ">= 0"),
+    ("max_grad_norm", lambda v: v >= 0, ">= 0"),
+    ("temperature", lambda v: v > 0, "> 0"),
+    ("num_generations", lambda v: v >= 2, "an integer >= 2 (GRPO compares a group of completions)"),
+    ("max_completion_length", lambda v: v >= 1, "an integer >= 1"),
+)
+
+
+def located(err: BaseException, path: str | None, argv: Sequence[str] = ()) -> BaseException:
+    """`err` with ``PATH: `` in front of its message when it does not name the recipe yet (for `report`), or
+    ``command line: `` when the field it starts with (``model_name_or_path: ...``) was a flag of `argv`."""
     if path is None or str(err).startswith((path, "command line:")):
         return err
+    field = re.match(r"\w+", str(err))
+    if field and flag_value(argv, f"--{field.group(0)}") is not None:
+        path = "command line"
     try:  # keep the type (a MissingInput stays a FileNotFoundError)
         return type(err)(f"{path}: {err}")
     except TypeError:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 from pathlib import Path
 
+from proactive_rl.errors import InputError
 from proactive_rl.shipped import closest_hint, first_line, shipped_names, shipped_path
 
 
@@ -38,33 +38,36 @@ def _list() -> int:
     return 0
 
 
+def run_command(source: Path, dest: Path) -> str:
+    """How to run the copied recipe: ``proactive-rl eval`` for an evaluation recipe, else ``proactive-rl train``."""
+    if " eval " in f" {first_line(source)} ":
+        return f"proactive-rl eval --config {dest} --model CHECKPOINT"
+    return f"proactive-rl train --config {dest}"
+
+
 def _copy(names: list[str], force: bool) -> int:
     if len(names) not in (1, 2):
-        print("proactive-rl recipes cp: expected NAME [DEST], e.g. cp tiny/sft.yaml my_sft.yaml", file=sys.stderr)
-        return 2
+        raise InputError("cp: expected NAME [DEST], e.g. cp tiny/sft.yaml my_sft.yaml")
     source = shipped_path(names[0])
     if source is None:
-        print(
-            f"proactive-rl recipes cp: {names[0]}: no shipped recipe of that name; {closest_hint(names[0])}",
-            file=sys.stderr,
-        )
-        return 2
+        raise InputError(f"cp: {names[0]}: no shipped recipe of that name; {closest_hint(names[0])}")
     dest = Path(names[1] if len(names) == 2 else source.name)
     if dest.is_dir():
         dest = dest / source.name
     if dest.exists() and not force:
-        print(f"proactive-rl recipes cp: {dest} exists; pass --force to overwrite it", file=sys.stderr)
-        return 2
+        raise InputError(f"cp: {dest} exists; pass --force to overwrite it")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, dest)
-    print(f"{dest}: copied from {names[0]}; run it with: proactive-rl train --config {dest}")
+    if source.parent.name == "launch":
+        print(f"{dest}: copied from {names[0]}; pass it to accelerate launch --config_file {dest}")
+    else:
+        print(f"{dest}: copied from {names[0]}; run it with: {run_command(source, dest)}")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "ls":
         if args.names:
-            print("proactive-rl recipes: ls takes no names (cp NAME DEST copies one)", file=sys.stderr)
-            return 2
+            raise InputError("ls takes no names (cp NAME DEST copies one)")
         return _list()
     return _copy(args.names, args.force)

@@ -12,7 +12,7 @@ import difflib
 from importlib import resources
 from pathlib import Path
 
-from proactive_rl.errors import MissingInput
+from proactive_rl.errors import InputError, MissingInput
 
 KINDS = ("recipes", "launch")
 
@@ -57,6 +57,20 @@ def resolve_recipe(name: str) -> str:
     if path is not None:
         return str(path)
     raise UnknownRecipe(f"{name}: no such file here and no shipped recipe of that name; {closest_hint(name)}")
+
+
+def read_recipe(path: str):
+    """The YAML of recipe file `path`; a missing or unreadable file is an `InputError` naming it."""
+    # deferred: keeps --help / light imports fast
+    import yaml
+
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except FileNotFoundError:
+        raise MissingInput(f"{path}: no such recipe file") from None
+    except (OSError, yaml.YAMLError) as err:
+        raise InputError(f"{path}: cannot read the recipe: {' '.join(str(err).split())}") from None
 
 
 def closest_hint(name: str) -> str:

@@ -15,7 +15,7 @@ import yaml
 
 from proactive_rl.errors import InputError, MissingInput, did_you_mean
 from proactive_rl.models.spec import check_model_path
-from proactive_rl.recipe_args import config_path, located, resolve_config
+from proactive_rl.recipe_args import config_path, flag_value, located, resolve_config
 from proactive_rl.shipped import resolve_recipe
 
 TRAINERS = {
@@ -36,12 +36,7 @@ def trainer_module(name: str) -> ModuleType:
 
 def recipe_trainer(argv: Sequence[str]) -> str:
     """The ``trainer`` named by the ``--config`` recipe (default ``sft``); a ``--trainer`` flag is not accepted."""
-    path = None
-    for i, arg in enumerate(argv):
-        if arg == "--config" and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif arg.startswith("--config="):
-            path = arg.split("=", 1)[1]
+    path = config_path(argv)
     if path is None:
         return "sft"
     path = resolve_recipe(path)
@@ -61,16 +56,7 @@ def recipe_trainer(argv: Sequence[str]) -> str:
 
 def recipe_model(argv: Sequence[str]) -> str | None:
     """The ``model_name_or_path`` a run will load: the command line's, else the ``--config`` recipe's."""
-    model, path = None, None
-    for i, arg in enumerate(argv):
-        if arg == "--model_name_or_path" and i + 1 < len(argv):
-            model = argv[i + 1]
-        elif arg.startswith("--model_name_or_path="):
-            model = arg.split("=", 1)[1]
-        elif arg == "--config" and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif arg.startswith("--config="):
-            path = arg.split("=", 1)[1]
+    model, path = flag_value(argv, "--model_name_or_path"), config_path(argv)
     if model is not None or path is None:
         return model
     try:
@@ -96,5 +82,5 @@ def run_train(argv: Sequence[str]) -> int:
         try:
             check_model_path(model)
         except InputError as err:  # the message names the field, the path and the fix
-            raise located(err, config_path(argv)) from None
+            raise located(err, config_path(argv), argv) from None
     return trainer_module(trainer).train_main(list(argv))

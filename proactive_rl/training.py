@@ -17,11 +17,12 @@ from typing import Any
 import yaml
 
 from proactive_rl.chat.messages import DEFAULT_SYSTEM_PROMPT, TIMESTAMP_FORMAT
-from proactive_rl.errors import InputError, input_errors, report
+from proactive_rl.data.mixture import DatasetSource, check_source, parse_mixture
+from proactive_rl.errors import InputError, MissingInput, input_errors, report
 from proactive_rl.evaluation import ProactiveEvalCallback
 from proactive_rl.evaluation.config import EvalCallbackConfig
 from proactive_rl.evaluation.shutdown import exit_launched
-from proactive_rl.models.spec import check_model_path, load_model_spec, parse_tiny_spec
+from proactive_rl.models.spec import check_model_source, load_model_spec, parse_tiny_spec
 from proactive_rl.models.tokenizer import STATE_TOKENS
 from proactive_rl.recipe_args import config_path, located, parse_recipe, resolve_config
 
@@ -44,10 +45,35 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
     try:
         argv = resolve_config(argv)
         path = config_path(argv)
-        main(*parse_recipe(make_parser(), argv))
+        args = parse_recipe(make_parser(), argv)
+        check_inputs(*args)  # data, tasks and the model source, before any model loads
+        main(*args)
     except input_errors() as err:
-        return report("proactive-rl train", located(err, path))
+        return report("proactive-rl train", located(err, path, argv))
     return exit_launched(0)  # under accelerate launch: the group closed, then exit here (no interpreter teardown)
+
+
+def check_inputs(script_args, training_args, model_args) -> None:
+    """What a run reads must exist before any model loads: every episode file of the recipe's mixtures and of its
+    evaluators (`proactive_rl.data.mixture.check_source`), every environment file, then the model
+    (`check_model_args`)."""
+    for key in ("dataset_mixture", "eval_mixture", "replay_mixture"):
+        for i, src in enumerate(getattr(script_args, key, None) or []):
+            if isinstance(src, DatasetSource):
+                check_source(src, f"{key}[{i}]")
+    for key in ("environments", "eval_environments"):  # the suggestion trainer's ProactiveBench files
+        for i, spec in enumerate(getattr(script_args, key, None) or []):
+            source = getattr(spec, "source", "synthetic")
+            if source != "synthetic" and not Path(source).exists():
+                raise MissingInput(f"{key}[{i}]: no such file {source!r} (paths are relative to {Path.cwd()})")
+    config = getattr(script_args, "eval_callback", None)
+    for i, evaluator in enumerate(getattr(config, "evaluators", None) or []):
+        for key in ("episodes", "baseline_episodes"):
+            raw, where = getattr(evaluator, key), f"eval_callback.evaluators[{i}].{key}"
+            if isinstance(raw, list):
+                for src in (s if isinstance(s, DatasetSource) else parse_mixture(s, where)[0] for s in raw):
+                    check_source(src, where)
+    check_model_args(model_args)
 
 
 def check_model_args(model_args) -> None:
@@ -61,7 +87,7 @@ def check_model_args(model_args) -> None:
 
     import torch
 
-    check_model_path(model_args.model_name_or_path)
+    check_model_source(model_args.model_name_or_path)
     flag = next((f for f in ("load_in_4bit", "load_in_8bit") if getattr(model_args, f, False)), None)
     if flag is None:
         return
@@ -157,10 +183,11 @@ def load_checkpoint_weights(trainer, resume_from_checkpoint: str, model=None) ->
     dtype = next(target.parameters()).dtype
     loaded = type(target).from_pretrained(resume_from_checkpoint, dtype=dtype)
     missing, unexpected = target.load_state_dict(loaded.state_dict(), strict=False)
-    if unexpected or [k for k in missing if k not in getattr(target, "_tied_weights_keys", {}) or {}]:
-        raise RuntimeError(
+    tied = getattr(target, "_tied_weights_keys", None) or {}  # transformers' default is None
+    if unexpected or [k for k in missing if k not in tied]:
+        raise InputError(
             f"{resume_from_checkpoint}: checkpoint does not match the model (missing {missing[:5]}, "
-            f"unexpected {unexpected[:5]})"
+            f"unexpected {unexpected[:5]}); resume_from_checkpoint must name a checkpoint of this recipe's model"
         )
     return True
 
@@ -253,8 +280,7 @@ def latest_evaluation(output_dir: str, reports: dict[str, Any] | None = None) ->
 def model_card(trainer, output_dir: str, reports: dict[str, Any] | None = None, model_args=None) -> str:
     """``README.md`` of a saved model folder: base model, recipe, state tokens, how to prompt, latest evaluation."""
     base = getattr(model_args, "model_name_or_path", None) or getattr(trainer.model.config, "name_or_path", "")
-    argv = sys.argv[1:]
-    recipe = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
+    recipe = config_path(sys.argv[1:])
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in STATE_TOKENS if t in tokenizer.get_vocab()}
     hub_base = base and "/" in base and not base.startswith((".", "/", "~")) and not Path(base).exists()

@@ -23,9 +23,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from proactive_eval.episodes import EpisodeError, load_episodes, save_episodes
+from proactive_eval.episodes import load_episodes, save_episodes
+from proactive_eval.errors import InputError, report
 from proactive_eval.predictions import OTHER_SILENCE_SIGNALS, load_predictions
-from proactive_eval.scoring import JUDGE_HELP, UsageError, make_judge, prs_content_scorers, score
+from proactive_eval.scoring import JUDGE_HELP, make_judge, prs_content_scorers, score
 
 __all__ = ["build_parser", "load_any", "main", "make_judge", "make_policy", "prs_content_scorers", "score"]
 
@@ -33,10 +34,6 @@ logger = logging.getLogger("proactive_eval")
 
 FORMATS = ("auto", "episodes", "pvqa", "p3i")
 MISSING_SHOWN = 5  # missing media files named by `convert`
-
-#: A usage problem, printed without a traceback.
-CLIError = UsageError
-
 
 # ---- loading -----------------------------------------------------------------------------------------
 
@@ -56,9 +53,9 @@ def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise", video
     (default: the file's folder)."""
     # deferred: keeps --help / light imports fast
     if fmt not in FORMATS:
-        raise CLIError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if not Path(path).exists():
-        raise CLIError(f"episodes file not found: {path}")
+        raise InputError(f"episodes file not found: {path}")
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt == "pvqa":
@@ -100,16 +97,16 @@ def make_policy(spec: str):
         try:
             from proactive_eval.openai_policy import OpenAIChatPolicy
         except ImportError as err:
-            raise CLIError(f"the OpenAI-compatible policy is not available: {err}") from None
+            raise InputError(f"the OpenAI-compatible policy is not available: {err}") from None
         model, _, base_url = rest.partition("@")
         return OpenAIChatPolicy(base_url=base_url, model=model, api_key=os.environ.get("OPENAI_API_KEY"))
     if rest and "." in kind:
         try:
             factory = getattr(importlib.import_module(kind), rest)
         except (ImportError, AttributeError) as err:
-            raise CLIError(f"cannot import policy factory {spec!r}: {err}") from None
+            raise InputError(f"cannot import policy factory {spec!r}: {err}") from None
         return factory()
-    raise CLIError(
+    raise InputError(
         f"unknown policy {spec!r}; expected silent | replay:PREDICTIONS.jsonl | openai:MODEL@BASE_URL | module:factory"
     )
 
@@ -145,7 +142,7 @@ def _score_args(
 def cmd_score(args) -> int:
     episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
     if not Path(args.predictions).exists():
-        raise CLIError(f"predictions file not found: {args.predictions}")
+        raise InputError(f"predictions file not found: {args.predictions}")
     predictions = load_predictions(args.predictions, _silence(args))
     meta = {
         "episodes": " ".join(args.episodes),
@@ -161,7 +158,7 @@ def cmd_run(args) -> int:
     try:
         from proactive_eval.streaming import run_streaming
     except ImportError as err:
-        raise CLIError(f"the streaming loop is not available: {err}") from None
+        raise InputError(f"the streaming loop is not available: {err}") from None
     episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
     policy = make_policy(args.policy)
     out = Path(args.out)
@@ -221,9 +218,9 @@ def cmd_convert(args) -> int:
 
     src = Path(args.input)
     if not src.exists():
-        raise CLIError(f"input file not found: {src}")
+        raise InputError(f"input file not found: {src}")
     if args.video_root is not None and not Path(args.video_root).is_dir():
-        raise CLIError(f"--video-root: not a folder: {args.video_root}")
+        raise InputError(f"--video-root: not a folder: {args.video_root}")
     if args.source == "proactivebench":
         from proactive_eval.formats import load_proactivebench, save_proactivebench
 
@@ -414,11 +411,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         return args.func(args)
-    except (CLIError, EpisodeError) as err:
-        print(f"proactive-eval: error: {err}", file=sys.stderr)
-        return 2
+    except InputError as err:  # a flag, file, record or video of the user's (EpisodeError, VideoError): exit 2
+        return report("proactive-eval", err)
     except Exception as err:  # a judge or server failure: say what failed, not a traceback
-        if type(err).__name__ in ("JudgeError", "VideoError"):
+        if type(err).__name__ == "JudgeError":
             print(f"proactive-eval: error: {err}", file=sys.stderr)
             return 1
         raise

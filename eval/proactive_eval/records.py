@@ -14,13 +14,15 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.errors import InputError
+
 logger = logging.getLogger(__name__)
 
 #: ``fail(field, message) -> EpisodeError`` for one record (see :func:`check_record`).
 Fail = Callable[[str, str], "EpisodeError"]
 
 
-class EpisodeError(ValueError):
+class EpisodeError(InputError):
     """A record that breaks docs/spec.md §1, located by file, record id and field."""
 
     def __init__(self, message: str, *, file: str | None = None, record: str | None = None, field: str | None = None):

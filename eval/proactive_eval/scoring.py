@@ -14,13 +14,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.errors import InputError
+
 logger = logging.getLogger("proactive_eval")
 
 JUDGE_HELP = "rule:token_f1 | rule:rouge_l | openai:MODEL@BASE_URL (API key from $OPENAI_API_KEY)"
-
-
-class UsageError(ValueError):
-    """A usage problem (a bad spec or path), printed by the CLI without a traceback."""
 
 
 def make_judge(spec: str, cache_path: str | Path | None = None, concurrency: int = 8):
@@ -42,7 +40,7 @@ def make_judge(spec: str, cache_path: str | Path | None = None, concurrency: int
             concurrency=concurrency,
             cache_path=cache_path,
         )
-    raise UsageError(f"unknown judge {spec!r}; expected {JUDGE_HELP}")
+    raise InputError(f"unknown judge {spec!r}; expected {JUDGE_HELP}")
 
 
 def prs_content_scorers(judge_spec: str, judge_factory=None) -> dict:
@@ -55,7 +53,7 @@ def prs_content_scorers(judge_spec: str, judge_factory=None) -> dict:
         try:
             return content_scorers(judge_spec)
         except ValueError as err:
-            raise UsageError(f"{err}; --judge expects {JUDGE_HELP}") from None
+            raise InputError(f"{err}; --judge expects {JUDGE_HELP}") from None
     judge = judge_factory() if judge_factory is not None else make_judge(judge_spec)
     return content_scorers(JudgeScorer(judge, judge_spec))
 

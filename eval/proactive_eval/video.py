@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from proactive_eval.errors import InputError
+
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 # A forward gap (seconds) beyond which seeking to the previous keyframe beats decoding through.
 _SEEK_GAP_S = 4.0
@@ -26,7 +28,7 @@ _SEEK_GAP_S = 4.0
 _EPS = 1e-6
 
 
-class VideoError(ValueError):
+class VideoError(InputError):
     """A video or frame folder that cannot be read; the message names the file.
 
     Args:

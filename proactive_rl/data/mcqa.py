@@ -397,7 +397,16 @@ def letter_token_ids(tokenizer, n: int) -> list[int]:
 
 
 def suppressed_tokens(model, tokenizer, n_options: int) -> list[int]:
-    """Every token id except the first `n_options` option letters (``generate(suppress_tokens=...)``)."""
+    """Every token id except the first `n_options` option letters: the ids `letters_only` bans from generation."""
     allowed = set(letter_token_ids(tokenizer, n_options))
     vocab = max(model.get_output_embeddings().weight.shape[0], len(tokenizer))
     return [i for i in range(vocab) if i not in allowed]
+
+
+def letters_only(banned_ids: list[int] | None) -> dict:
+    """``generate`` keyword arguments (a ``GenerationConfig``'s fields) under which `banned_ids` cannot be sampled.
+
+    A bias of ``-inf`` on each banned id (``sequence_bias``), applied before temperature and top-k / top-p: the same
+    logits as masking the ids out; `None` or no ids: no arguments.
+    """
+    return {"sequence_bias": {(i,): float("-inf") for i in banned_ids}} if banned_ids else {}

@@ -20,7 +20,7 @@ from proactive_eval.episodes import Episode, EpisodeError, load_episodes
 from proactive_rewards.task_table import load_tasks
 from proactive_rl.data.sources import dataset_episodes, looks_like_hub_id
 from proactive_rl.errors import InputError, MissingInput, did_you_mean
-from proactive_rl.synthetic import generate_episodes
+from proactive_rl.synthetic import TASK_KINDS, generate_episodes
 
 ON_ERROR = ("raise", "skip")
 _DATASET_KEYS = {"split", "config", "data_files", "data_dir", "columns", "video_root"}
@@ -92,6 +92,11 @@ class DatasetSource:
         if src.source == "synthetic":
             if not src.task or not src.num_episodes or src.num_episodes < 1:
                 raise InputError(f"{where}: a synthetic source needs 'task' and 'num_episodes' >= 1")
+            if src.task not in TASK_KINDS:
+                raise InputError(
+                    f"{where}.task: no synthetic task {src.task!r};{did_you_mean(src.task, TASK_KINDS)} the synthetic "
+                    f"world generates {', '.join(TASK_KINDS)}"
+                )
             if any(getattr(src, k) is not None for k in _DATASET_KEYS):
                 raise InputError(f"{where}: {sorted(_DATASET_KEYS)} do not apply to source: synthetic")
         elif src.task is not None or src.num_episodes is not None:
@@ -146,22 +151,30 @@ def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple
         if src.source == "synthetic":
             eps = list(generate_episodes(src.task, src.num_episodes, src.seed, **src.knobs))
         else:
-            path = Path(src.source)
-            if path.is_file():
-                loaded = load_episodes(path, on_error=on_error, video_root=src.video_root)
-            elif path.is_dir() or looks_like_hub_id(src.source):
-                loaded = dataset_episodes(src, on_error=on_error)  # save_to_disk folder, data folder, Hub id
+            check_source(src)
+            if Path(src.source).is_file():
+                loaded = load_episodes(src.source, on_error=on_error, video_root=src.video_root)
             else:
-                raise MissingInput(
-                    f"dataset_mixture: episode file {src.source!r} does not exist (paths are relative to the working "
-                    f"directory {Path.cwd()});{did_you_mean(src.source, _near(path), cutoff=0.8) or ' fix the path, or use a synthetic source'}"
-                )
+                loaded = dataset_episodes(src, on_error=on_error)  # save_to_disk folder, data folder, Hub id
             skipped.extend(loaded.skipped)
             eps = list(loaded)
         for ep in eps:
             ep.meta = {**ep.meta, "source": src.name}
         episodes.extend(apply_weight(eps, src.weight, src.seed))
     return episodes, skipped
+
+
+def check_source(src: DatasetSource, where: str = "dataset_mixture") -> None:
+    """`MissingInput` naming the closest file when a source is neither synthetic, a file, a folder nor a Hub id;
+    run before any model loads (`proactive_rl.training.check_inputs`) and again when the source is read."""
+    path = Path(src.source)
+    if src.source == "synthetic" or path.is_file() or path.is_dir() or looks_like_hub_id(src.source):
+        return
+    hint = did_you_mean(src.source, _near(path), cutoff=0.8) or " fix the path, or use a synthetic source"
+    raise MissingInput(
+        f"{where}: episode file {src.source!r} does not exist (paths are relative to the working directory "
+        f"{Path.cwd()});{hint}"
+    )
 
 
 def _near(path: Path) -> list[str]:

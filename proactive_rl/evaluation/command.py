@@ -4,10 +4,12 @@
 
     proactive-rl eval --config recipes/tiny/sft.yaml --model outputs/tiny-sft/checkpoint-60
     proactive-rl eval --config recipes/tiny/sft.yaml --watch outputs/tiny-sft          # beside a training job
+    proactive-rl eval --episodes data/val.json --model outputs/tiny-sft                 # episode files, no recipe
     accelerate launch --num_processes 8 -m proactive_rl.cli eval --config RECIPE.yaml --watch OUTPUT_DIR
 
 The evaluators come from the ``eval_callback`` block of a recipe (or a YAML holding that block alone), so a
-checkpoint evaluated here gets the numbers the training callback logged for it. ``--model`` writes
+checkpoint evaluated here gets the numbers the training callback logged for it; a training recipe without the block
+is evaluated on its held-out data, and ``--episodes`` on episode files (`proactive_rl.evaluation.implied`). ``--model`` writes
 ``results.json``, per-evaluator reports and plots to ``--out`` (default ``<model>/eval`` for a local
 directory); ``--watch`` keeps ``state.json``, one folder per checkpoint and ``leaderboard.{md,json,png}`` in
 ``--out`` (default ``<OUTPUT_DIR>/eval_watch``). See `proactive_rl.evaluation.watch` for the watching rules.
@@ -17,14 +19,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 
+from proactive_rl.errors import InputError, MissingInput
 from proactive_rl.evaluation import build_evaluators, evaluate_model, load_eval_config
 from proactive_rl.evaluation.backends import log_results
+from proactive_rl.evaluation.config import EvalCallbackConfig, episodes_eval_config
 from proactive_rl.evaluation.shutdown import exit_launched
 from proactive_rl.evaluation.watch import CheckpointWatcher
-from proactive_rl.models.spec import load_model_spec
+from proactive_rl.models.spec import check_model_source, load_model_spec
 from proactive_rl.shipped import resolve_recipe
 
 
@@ -62,6 +65,37 @@ def load_checkpoint(path: str | Path, dtype: str | None = None):
     return model.to(PartialState().device).eval(), processor
 
 
+def eval_config(args: argparse.Namespace) -> EvalCallbackConfig:
+    """The evaluators of ``--config`` (an ``eval_callback`` block, or what a training recipe's held-out data implies)
+    or of ``--episodes``; every problem is an `InputError` naming the file and key."""
+    if args.episodes:
+        if args.config:
+            raise InputError("pass --config RECIPE or --episodes FILE [FILE ...], not both")
+        return episodes_eval_config(args.episodes)
+    if not args.config:
+        raise InputError(
+            "pass --config RECIPE (its eval_callback block or held-out data) or --episodes FILE [FILE ...]"
+        )
+    path = resolve_recipe(args.config)  # a shipped recipe by name too (tiny/sft.yaml)
+    try:
+        return load_eval_config(path)
+    except InputError:
+        raise
+    except (OSError, ValueError) as err:  # an evaluator's own check of its fields
+        raise InputError(f"{path}: {err}") from err
+
+
+def checkpoint_hint(model: str) -> str:
+    """The fix for a missing ``--model`` folder: the checkpoints that exist beside it, else the other model specs."""
+    folder = Path(model).expanduser()
+    run_dir = folder if folder.name and not folder.name.startswith("checkpoint-") else folder.parent
+    steps = {p: p.name.rpartition("-")[2] for p in (run_dir.glob("checkpoint-*") if run_dir.is_dir() else [])}
+    found = sorted((p for p, step in steps.items() if step.isdigit()), key=lambda p: int(steps[p]))
+    if found:
+        return f"checkpoints there: {', '.join(str(p) for p in found[-3:])}"
+    return "pass --model a saved model folder (OUTPUT_DIR or OUTPUT_DIR/checkpoint-N), a hub id or tiny:qwen2_5_vl:xs"
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``eval`` command; exit code 0, or 1 when an evaluator failed on a single ``--model``."""
     return exit_launched(_run(args))
@@ -72,11 +106,11 @@ def _run(args: argparse.Namespace) -> int:
     from accelerate import PartialState
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        config = load_eval_config(resolve_recipe(args.config))  # a shipped recipe by name too (tiny/sft.yaml)
-    except (OSError, ValueError) as err:
-        print(f"proactive-rl eval: error: {err}", file=sys.stderr)
-        return 2
+    config = eval_config(args)
+    if args.model:
+        check_model_source(args.model, "--model", "--model", checkpoint_hint(args.model))
+    elif args.once and not Path(args.watch).is_dir():  # without --once the watcher waits for the run to start
+        raise MissingInput(f"--watch: no training output folder at {args.watch!r}; pass the run's output_dir")
     evaluators = build_evaluators(config.evaluators, progress=config.progress, log_samples=config.log_samples)
     import torch
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import yaml
-
 from proactive_eval.counterfactual import check_counterfactuals
 from proactive_rewards.task_table import load_tasks
 from proactive_rl.errors import InputError, did_you_mean
 from proactive_rl.evaluation.base import evaluator_class
+from proactive_rl.evaluation.implied import episode_evaluators, is_training_recipe, recipe_evaluators
+from proactive_rl.shipped import read_recipe
 
 JUDGE_TYPES = ("rule", "openai")
 ON_ERROR = ("skip", "raise")
@@ -36,7 +36,7 @@ ON_ERROR = ("skip", "raise")
 
 def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> dict:
     if not isinstance(raw, dict):
-        raise ValueError(f"{where}: expected a mapping, got {raw!r}")
+        raise InputError(f"{where}: expected a mapping, got {raw!r}")
     valid = {f.name for f in fields(cls)}
     unknown = sorted(set(raw) - valid)
     if unknown:
@@ -44,7 +44,7 @@ def _check_keys(raw: Any, cls, where: str, required: tuple[str, ...] = ()) -> di
         raise InputError(f"{where}: unknown keys {unknown};{hint} expected some of {sorted(valid)}")
     missing = [k for k in required if k not in raw]
     if missing:
-        raise ValueError(f"{where}: missing {missing} (present: {sorted(raw)})")
+        raise InputError(f"{where}: missing {missing} (present: {sorted(raw)})")
     return raw
 
 
@@ -126,20 +126,20 @@ class EvaluatorConfig:
         cfg.name = str(cfg.name or cfg.type.replace(":", ".").rpartition(".")[2])
         for key in ("hint", "answer_letters_only"):
             if not isinstance(getattr(cfg, key), bool):
-                raise ValueError(f"{where}.{key}: a boolean, got {getattr(cfg, key)!r}")
+                raise InputError(f"{where}.{key}: a boolean, got {getattr(cfg, key)!r}")
         if cfg.on_error not in ON_ERROR:
-            raise ValueError(f"{where}.on_error: expected one of {', '.join(ON_ERROR)}, got {cfg.on_error!r}")
+            raise InputError(f"{where}.on_error: expected one of {', '.join(ON_ERROR)}, got {cfg.on_error!r}")
         for key in ("max_items", "max_frames", "batch_size"):
             value = getattr(cfg, key)
             if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(f"{where}.{key}: must be an integer >= 1, got {value!r}")
+                raise InputError(f"{where}.{key}: must be an integer >= 1, got {value!r}")
         if not isinstance(cfg.max_new_tokens, int) or cfg.max_new_tokens < 1:
-            raise ValueError(f"{where}.max_new_tokens: must be an integer >= 1, got {cfg.max_new_tokens!r}")
+            raise InputError(f"{where}.max_new_tokens: must be an integer >= 1, got {cfg.max_new_tokens!r}")
         judge = cfg.judge if cfg.judge is not None else {"type": "rule", "kind": "token_f1"}
         if not isinstance(judge, dict) or judge.get("type", "rule") not in JUDGE_TYPES:
-            raise ValueError(f"{where}.judge: expected {{type: {' | '.join(JUDGE_TYPES)}, ...}}, got {judge!r}")
+            raise InputError(f"{where}.judge: expected {{type: {' | '.join(JUDGE_TYPES)}, ...}}, got {judge!r}")
         if judge.get("type") == "openai" and not {"base_url", "model"} <= set(judge):
-            raise ValueError(f"{where}.judge: an openai judge needs 'base_url' and 'model'")
+            raise InputError(f"{where}.judge: an openai judge needs 'base_url' and 'model'")
         cfg.judge = judge
 
         allowed = ("swap",) if cfg.type in ("mcqa", "oeg") else ("swap", "freeze")
@@ -186,7 +186,7 @@ class EvalCallbackConfig:
         cfg = cls(**_check_keys(raw, cls, where, required=("evaluators",)))
         load_tasks(cfg.register_tasks, f"{where}.register_tasks")  # before an evaluator validates its episodes
         if not isinstance(cfg.evaluators, list) or not cfg.evaluators:
-            raise ValueError(f"{where}.evaluators: expected a non-empty list, got {cfg.evaluators!r}")
+            raise InputError(f"{where}.evaluators: expected a non-empty list, got {cfg.evaluators!r}")
         cfg.evaluators = [
             e if isinstance(e, EvaluatorConfig) else EvaluatorConfig.from_dict(e, f"{where}.evaluators[{i}]")
             for i, e in enumerate(cfg.evaluators)
@@ -194,19 +194,27 @@ class EvalCallbackConfig:
         names = [e.name for e in cfg.evaluators]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise ValueError(f"{where}.evaluators: duplicate names {duplicates}; give each a distinct 'name'")
+            raise InputError(f"{where}.evaluators: duplicate names {duplicates}; give each a distinct 'name'")
         if cfg.every_n_steps is not None and (not isinstance(cfg.every_n_steps, int) or cfg.every_n_steps < 1):
-            raise ValueError(f"{where}.every_n_steps: must be an integer >= 1, got {cfg.every_n_steps!r}")
+            raise InputError(f"{where}.every_n_steps: must be an integer >= 1, got {cfg.every_n_steps!r}")
         if not (cfg.on_save or cfg.on_evaluate or cfg.every_n_steps):
-            raise ValueError(f"{where}: nothing triggers an evaluation; set on_save, on_evaluate or every_n_steps")
+            raise InputError(f"{where}: nothing triggers an evaluation; set on_save, on_evaluate or every_n_steps")
         return cfg
 
 
 def load_eval_config(path: str) -> EvalCallbackConfig:
-    """An `EvalCallbackConfig` from a YAML file: a recipe (its ``eval_callback`` block) or the block alone."""
-    with open(path) as f:
-        raw = yaml.safe_load(f)
+    """An `EvalCallbackConfig` from a YAML file: a recipe (its ``eval_callback`` block, else the evaluators its
+    held-out data implies: `proactive_rl.evaluation.implied`) or the block alone."""
+    raw = read_recipe(path)
     if isinstance(raw, dict) and "eval_callback" in raw:
         load_tasks(raw.get("register_tasks"), f"{path}: register_tasks")
         return EvalCallbackConfig.from_dict(raw["eval_callback"], f"{path}: eval_callback")
+    if is_training_recipe(raw):
+        load_tasks(raw.get("register_tasks"), f"{path}: register_tasks")
+        return EvalCallbackConfig.from_dict({"evaluators": recipe_evaluators(raw, path)}, f"{path}: held-out data")
     return EvalCallbackConfig.from_dict(raw, path)
+
+
+def episodes_eval_config(paths: list[str]) -> EvalCallbackConfig:
+    """The `EvalCallbackConfig` of ``proactive-rl eval --episodes FILE ...``: PRS / PAUC as the episodes imply."""
+    return EvalCallbackConfig.from_dict({"evaluators": episode_evaluators(list(paths), "--episodes")}, "--episodes")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from PIL import Image
 
-from proactive_rl.data.mcqa import image_messages, mcqa_text
+from proactive_rl.data.mcqa import image_messages, letters_only, mcqa_text
 from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, gathered_for_generation
 
 DEFAULT_MAX_NEW_TOKENS = 16
@@ -39,18 +39,19 @@ def model_policy(
 
 
 def image_answer_fn(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> Callable:
-    """``(image, text, suppress_tokens=None) -> answer text``: answer one observation, greedily.
+    """``(image, text, banned_ids=None) -> answer text``: answer one observation, greedily.
 
     The one way an image and a question are put to a model here (MCQA, OEG): one user turn, the image then the text,
     through the processor's own chat template with the generation prompt (`proactive_rl.data.mcqa.image_messages`),
     exactly the prompt the suggestion trainer's rows give TRL's `GRPOTrainer`; no streaming system turn. Greedy
-    `generate` (``suppress_tokens``, e.g. every token but the option letters, as in training), in eval mode; the
+    `generate` (``banned_ids`` never generated, e.g. every token but the option letters, as in training:
+    `proactive_rl.data.mcqa.letters_only`), in eval mode; the
     caller's mode is restored. Under ZeRO-3, call it inside `generation_model` (every rank decodes its own shard).
     """
     # deferred: keeps torch/transformers out of light import paths
     import torch
 
-    def answer(image, text: str, suppress_tokens: list[int] | None = None) -> str:
+    def answer(image, text: str, banned_ids: list[int] | None = None) -> str:
         if not isinstance(image, Image.Image):
             image = Image.fromarray(image)
         prompt = processor.apply_chat_template(image_messages(text), add_generation_prompt=True, tokenize=False)
@@ -64,7 +65,7 @@ def image_answer_fn(model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKE
                     **inputs,
                     max_new_tokens=max_new_tokens,
                     do_sample=False,
-                    suppress_tokens=suppress_tokens,
+                    **letters_only(banned_ids),
                     use_cache=True,
                     # The weights are whole here (`generation_model`); transformers would otherwise step in lockstep
                     # with the other ranks under ZeRO-3, and ranks answering different numbers of turns would hang.
@@ -89,13 +90,13 @@ def observation_image(observation):
 
 
 def mcqa_answer_fn(
-    model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, suppress_tokens: list[int] | None = None
+    model, processor, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, banned_ids: list[int] | None = None
 ) -> Callable:
     """``(observation, hint="") -> answer text``: the observation's image and the authors' multiple-choice text
     (`proactive_rl.data.mcqa.mcqa_text`, the suggestion trainer's row text) through `image_answer_fn`."""
     answer = image_answer_fn(model, processor, max_new_tokens)
     return lambda observation, hint="": answer(
-        observation_image(observation), mcqa_text(observation, hint), suppress_tokens
+        observation_image(observation), mcqa_text(observation, hint), banned_ids
     )
 
 

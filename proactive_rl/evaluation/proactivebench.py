@@ -3,7 +3,7 @@
 Both answer through `proactive_rl.evaluation.policy.image_answer_fn`: the observation's image and question in
 one user turn, rendered by the processor's chat template exactly as the suggestion trainer's rows are
 (`proactive_rl.data.mcqa`), decoded greedily. So `proactive-rl eval`, the training callback, the suggestion
-trainer's end-of-run evaluation (``mcqa_eval.json``) and the demo prompt the same weights the same way.
+trainer's end-of-run evaluation (``suggestion_eval.json``) and the demo prompt the same weights the same way.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from typing import Any
 
 from proactive_eval.predictions import atomic_write_text
 from proactive_eval.report import pyplot, save_figure
+from proactive_rl.errors import InputError
 from proactive_rl.evaluation.base import Evaluator
 from proactive_rl.evaluation.looks import blind_key, is_blind
 from proactive_rl.evaluation.run import RESULTS_NAME, evaluate_model
@@ -118,7 +119,7 @@ class CheckpointWatcher:
         try:
             return json.loads(path.read_text())
         except json.JSONDecodeError as err:
-            raise SystemExit(
+            raise InputError(
                 f"{path}: unreadable watcher state ({err}); delete it to re-evaluate everything"
             ) from None
 

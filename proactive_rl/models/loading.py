@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from proactive_rl.errors import InputError, did_you_mean
 from proactive_rl.models.tokenizer import STATE_TOKENS, plain_state_tokens
 
 logger = logging.getLogger(__name__)
@@ -89,25 +90,27 @@ def check_attn_implementation(attn_implementation: str | None) -> str:
     # deferred: keeps torch/transformers out of light import paths
     attn = attn_implementation or "sdpa"
     if attn not in ATTN_IMPLEMENTATIONS:
-        raise ValueError(f"unknown attn_implementation {attn!r}; expected one of {', '.join(ATTN_IMPLEMENTATIONS)}")
-    if attn == "flash_attention_2":
-        from transformers.utils import is_flash_attn_2_available
-
-        if not is_flash_attn_2_available():
-            raise ImportError(
-                "attn_implementation='flash_attention_2' was requested but flash-attn is not installed or not usable "
-                "here (it needs a CUDA GPU). Install it with `pip install -e '.[gpu]'` (flash-attn>=2.7), or use "
-                "attn_implementation='sdpa'."
-            )
-    if attn == "flash_attention_3":
-        from transformers.utils import is_flash_attn_3_available
-
-        if not is_flash_attn_3_available():
-            raise ImportError(
-                "attn_implementation='flash_attention_3' was requested but flash-attn 3 is not installed or not "
-                "usable here (it needs a Hopper GPU); use 'flash_attention_2' or 'sdpa'."
-            )
+        raise InputError(
+            f"attn_implementation: unknown {attn!r};{did_you_mean(attn, ATTN_IMPLEMENTATIONS)} expected one of "
+            f"{', '.join(ATTN_IMPLEMENTATIONS)}"
+        )
+    if attn in ("flash_attention_2", "flash_attention_3"):
+        problem = attn_problem(attn)
+        if problem:
+            raise InputError(f"attn_implementation: {attn} {problem}; pass --attn_implementation sdpa")
     return attn
+
+
+def attn_problem(attn: str) -> str | None:
+    """Why attention implementation `attn` cannot run here (flash-attention without its package or a CUDA GPU)."""
+    # deferred: keeps torch/transformers out of light import paths
+    from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available
+
+    if attn == "flash_attention_2" and not is_flash_attn_2_available():
+        return "needs the flash-attn package and a CUDA GPU (pip install -e '.[gpu]'), not usable here"
+    if attn == "flash_attention_3" and not is_flash_attn_3_available():
+        return "needs flash-attn 3 and a Hopper GPU, not usable here"
+    return None
 
 
 def add_state_tokens(model, processor) -> dict[str, int]:

@@ -16,6 +16,8 @@ TINY_PREFIX = "tiny:"
 TINY_DEFAULTS = ("qwen2_5_vl", "xs")
 # First path parts that name the project's own output folders, never a hub organisation.
 LOCAL_ROOTS = ("outputs", "output", "checkpoints", "runs", "demo_out")
+# Seconds the Hub has to answer whether a model id exists before a run says it cannot reach it.
+HUB_TIMEOUT_S = 10
 MISSING_FOLDER_FIX = "run recipes/tiny/sft.yaml first, or pass --model_name_or_path tiny:qwen2_5_vl:xs"
 PRIVATE_TOUCHES = {
     "_hf_deepspeed_config_weak_ref": "transformers 5.25.0: integrations.deepspeed's weak ref to the active "
@@ -35,7 +37,7 @@ def looks_local(name: str) -> bool:
     return len(parts) > 2 or (len(parts) == 2 and (parts[0] in LOCAL_ROOTS or Path(parts[0]).is_dir()))
 
 
-def check_model_path(name: str, field: str = "model_name_or_path") -> None:
+def check_model_path(name: str, field: str = "model_name_or_path", fix: str = MISSING_FOLDER_FIX) -> None:
     """Fail at once, naming the field, the path and the fix, when `name` names a local folder that does not exist.
 
     Without this check ``from_pretrained`` takes a missing ``outputs/tiny-sft`` for a hub id and retries the
@@ -47,10 +49,50 @@ def check_model_path(name: str, field: str = "model_name_or_path") -> None:
     if not path.exists():
         raise MissingInput(
             f"{field}: no model folder at {name!r} ({path.resolve()}): it names a local folder that does not exist "
-            f"(yet); {MISSING_FOLDER_FIX}"
+            f"(yet); {fix}"
         )
     if not path.is_dir():
         raise NotAFolder(f"{field}: {name!r} is a file; expected a model folder (save_pretrained output)")
+
+
+def check_model_source(
+    name: str, field: str = "model_name_or_path", flag: str = "--model_name_or_path", fix: str = MISSING_FOLDER_FIX
+) -> None:
+    """Fail in seconds, naming `field`, the model and the fix, when `name` cannot be loaded from here.
+
+    A local folder must exist (`check_model_path`). A hub id must be in the local Hugging Face cache, or the Hub must
+    answer within seconds: with ``HF_HUB_OFFLINE=1`` or an unreachable Hub, ``from_pretrained`` would retry for minutes
+    and end in a traceback; an id the Hub does not know is named at once.
+    """
+    # deferred: keeps --help / light imports fast
+    check_model_path(name, field, fix)
+    if parse_tiny_spec(name) is not None or looks_local(name) or Path(name).expanduser().is_dir():
+        return
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    if isinstance(huggingface_hub.try_to_load_from_cache(name, "config.json"), str):
+        return
+    offline_fix = f"download it first where the Hub is reachable (hf download {name}), or pass {flag} a local folder"
+    if constants.is_offline_mode() or os.environ.get("TRANSFORMERS_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        raise InputError(
+            f"{field}: {name!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; {offline_fix}"
+        )
+    try:
+        huggingface_hub.model_info(name, timeout=HUB_TIMEOUT_S)
+    except huggingface_hub.errors.GatedRepoError:
+        return  # it exists; from_pretrained says which token it needs
+    except huggingface_hub.errors.RepositoryNotFoundError:
+        raise InputError(
+            f"{field}: no model {name!r} on the Hugging Face Hub (or it is private: log in with hf auth login); "
+            f"check the id, or pass {flag} a local model folder"
+        ) from None
+    except huggingface_hub.errors.HfHubHTTPError:
+        return  # the Hub answered (a gated model, a server error): from_pretrained says what it needs
+    except Exception as err:  # no answer in time: a connection error or a timeout
+        raise InputError(
+            f"{field}: cannot reach the Hugging Face Hub to download {name!r} ({type(err).__name__}); {offline_fix}"
+        ) from None
 
 
 def parse_tiny_spec(name: str) -> tuple[str, str] | None:

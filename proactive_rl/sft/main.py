@@ -81,9 +81,9 @@ def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTCo
     tokenizer = getattr(processor, "tokenizer", processor)
     encode = make_encoder(processor, script_args, training_args.max_length)
     if script_args.data_pipeline == "eager":
-        train_dataset, eval_dataset, collator, skipped = _eager_data(script_args, training_args, encode, tokenizer)
+        train_dataset, eval_dataset, collator = _eager_data(script_args, training_args, encode, tokenizer)
     else:
-        train_dataset, eval_dataset, collator, skipped = _lazy_data(script_args, training_args, encode, tokenizer)
+        train_dataset, eval_dataset, collator = _lazy_data(script_args, training_args, encode, tokenizer)
     trainer = ProactiveSFTTrainer(
         model=model,
         args=training_args,
@@ -95,7 +95,6 @@ def build_trainer(script_args: SFTScriptArguments, training_args: ProactiveSFTCo
         state_token_ids=state_token_ids(processor),
         callbacks=[FirstStepTimer(start)],
     )
-    trainer.data_skipped = skipped  # the bad records dropped before step 1 (on_bad_record: skip)
     attach_eval_callback(trainer, script_args.eval_callback)  # evaluate the live model on save / every N steps
     if trainer.is_deepspeed_enabled:
         from deepspeed.accelerator import get_accelerator
@@ -132,7 +131,7 @@ def _eager_data(script_args, training_args, encode, tokenizer):
     eval_dataset = None
     if evaluation:
         eval_dataset = as_hf_dataset(evaluation).map(lambda r: {"index": r["index"] + len(train.examples)})
-    return as_hf_dataset(train), eval_dataset, EpisodeCollator(examples, tokenizer.pad_token_id), train.skipped
+    return as_hf_dataset(train), eval_dataset, EpisodeCollator(examples, tokenizer.pad_token_id)
 
 
 def _lazy_data(script_args, training_args, encode: EpisodeEncoder, tokenizer):
@@ -151,11 +150,11 @@ def _lazy_data(script_args, training_args, encode: EpisodeEncoder, tokenizer):
         kept, bad = select_valid(measured, on_error=script_args.on_bad_record)
         skipped += bad
         logger.info("%s: %d episodes, skipped %d (%s)", what, len(kept), len(skipped), skip_summary(skipped))
-        return kept, skipped
+        return kept
 
-    train, skipped = prepared(script_args.dataset_mixture, "train")
-    evaluation = prepared(script_args.eval_mixture, "eval")[0] if script_args.eval_mixture else None
-    return train, evaluation, LazyEpisodeCollator(encode, tokenizer.pad_token_id), skipped
+    train = prepared(script_args.dataset_mixture, "train")
+    evaluation = prepared(script_args.eval_mixture, "eval") if script_args.eval_mixture else None
+    return train, evaluation, LazyEpisodeCollator(encode, tokenizer.pad_token_id)
 
 
 def main(script_args: SFTScriptArguments, training_args: ProactiveSFTConfig, model_args: ModelConfig):

@@ -188,7 +188,7 @@ def test_missing_and_truncated_videos_are_skipped_named_and_counted(tmp_path, ca
     assert _results(run)["prs"]["overall"]["coverage"] == "4/6"
 
     # on_error raise: today's stop at the first unplayable episode
-    assert cli.main(argv + ["--no-plots", "--on-video-error", "raise"]) == 1
+    assert cli.main(argv + ["--no-plots", "--on-video-error", "raise"]) == 2
     assert "ep4.mp4: file not found" in capsys.readouterr().err
 
 

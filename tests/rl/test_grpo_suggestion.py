@@ -287,7 +287,7 @@ def test_tiny_grpo_with_lora_trains_and_evaluates(tmp_path):
     assert adapted == {"q_proj", "k_proj"}
     logs = [h for h in trainer.state.log_history if "rewards/proactive_suggestion/mean" in h]
     assert logs and all(0.0 <= h["rewards/proactive_suggestion/mean"] <= 1.0 for h in logs)
-    report = json.loads((tmp_path / "mcqa_eval.json").read_text())
+    report = json.loads((tmp_path / "suggestion_eval.json").read_text())
     assert report["after"]["n"] == 2 * len(script_args.eval_environments) and 0 <= report["after"]["acc"] <= 100
     assert (tmp_path / "adapter_config.json").exists()
 
@@ -427,3 +427,28 @@ def test_warm_start_replay_weight_is_checked_at_start_up():
         SuggestionScriptArguments(environments=[env], replay_mixture=replay, warm_start_replay_coef=-1.0)
     args = SuggestionScriptArguments(environments=[env], replay_mixture=replay, replay_coef=20.0)
     assert args.warm_start_replay_coef == 20.0
+
+
+def test_letters_only_samples_as_transformers_own_token_suppression():
+    """`letters_only` (a -inf bias per banned id) gives the scores and samples of ``generate``'s ``suppress_tokens``."""
+    import torch
+
+    from proactive_rl.data.mcqa import letter_token_ids, letters_only, suppressed_tokens
+    from proactive_rl.models import build_tiny
+
+    model, processor = build_tiny("qwen2_5_vl", "xs")
+    tokenizer = processor.tokenizer
+    banned = suppressed_tokens(model, tokenizer, 4)
+    inputs = tokenizer(["Which letter? A, B, C or D."], return_tensors="pt")
+    runs = []
+    for masking in ({"suppress_tokens": banned}, letters_only(banned)):
+        torch.manual_seed(0)
+        runs.append(
+            model.generate(
+                **inputs, do_sample=True, max_new_tokens=4, output_scores=True, return_dict_in_generate=True, **masking
+            )
+        )
+    reference, ours = runs
+    assert torch.equal(reference.sequences, ours.sequences)
+    assert all(torch.equal(a, b) for a, b in zip(reference.scores, ours.scores, strict=True))
+    assert set(ours.sequences[0, inputs["input_ids"].shape[1] :].tolist()) <= set(letter_token_ids(tokenizer, 4))

@@ -70,7 +70,7 @@ def test_a_missing_data_file_names_the_closest_one(tmp_path, capsys, monkeypatch
     bad.write_text(text)
     assert main(["train", "--config", str(bad), "--max_steps", "1"]) == 2
     line = one_error_line(capsys)
-    assert f"{bad}: dataset_mixture: episode file 'data/acident.json' does not exist" in line, line
+    assert f"{bad}: dataset_mixture[0]: episode file 'data/acident.json' does not exist" in line, line
     assert "did you mean `data/accident.json`?" in line
 
 
@@ -82,8 +82,8 @@ def test_bad_values_flags_and_recipe_names(tmp_path, capsys, monkeypatch):
             ["--config", "tiny/sft.yaml", "--learnin_rate", "1"],
             r"command line: unknown flag `--learnin_rate`; did you",
         ),
-        (["--config", "tiny/sft.yaml", "--learning_rate", "abc"], r"sft.yaml: argument --learning_rate.*'abc'"),
-        (["--config", "tiny/sft.yaml", "--on_bad_record", "nope"], r"sft.yaml: on_bad_record: expected one of"),
+        (["--config", "tiny/sft.yaml", "--learning_rate", "abc"], r"command line: argument --learning_rate.*'abc'"),
+        (["--config", "tiny/sft.yaml", "--on_bad_record", "nope"], r"command line: on_bad_record: expected one of"),
     ]
     for argv, pattern in cases:
         assert main(["train", *argv]) == 2, argv

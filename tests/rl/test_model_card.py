@@ -80,6 +80,6 @@ def test_card_without_evaluation_says_so(tmp_path):
         args=SimpleNamespace(learning_rate=1e-3),
         state=SimpleNamespace(global_step=3),
     )
-    card = model_card(trainer, str(tmp_path), reports={"mcqa_eval.json": {"after": {"acc": 50.0}}})
+    card = model_card(trainer, str(tmp_path), reports={"suggestion_eval.json": {"after": {"acc": 50.0}}})
     assert "end of run" in card and "| after/acc | 50 |" in card
     assert "No evaluation" in model_card(trainer, str(tmp_path))

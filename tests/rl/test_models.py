@@ -6,6 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
+from proactive_rl.errors import InputError
 from proactive_rl.models import STATE_TOKENS, add_state_tokens, build_tiny, check_attn_implementation, load_model
 
 ARCHS = ["qwen2_5_vl", "qwen3_vl"]
@@ -226,7 +227,7 @@ def test_flash_attention_missing_is_a_clear_error():
 
     if is_flash_attn_2_available():
         pytest.skip("flash-attn is installed here")
-    with pytest.raises(ImportError, match="flash-attn"):
+    with pytest.raises(InputError, match="flash-attn"):
         check_attn_implementation("flash_attention_2")
 
 

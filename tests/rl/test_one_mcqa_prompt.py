@@ -1,5 +1,5 @@
 """One MCQA prompt: `proactive-rl eval`, the training callback (`ProactiveEvalCallback`) and the suggestion
-trainer's end-of-run evaluation (``mcqa_eval.json``) give identical answers and identical acc / ps on the same
+trainer's end-of-run evaluation (``suggestion_eval.json``) give identical answers and identical acc / ps on the same
 checkpoint and environments, and that answer is the one a reference computed here independently gives: the
 suggestion trainer's own training row (`environment_rows`), rendered as TRL renders it
 (`trl.data_utils.prepare_multimodal_messages` + the processor's chat template), one forward pass, the most likely
@@ -135,13 +135,13 @@ def test_eval_command_callback_and_trainer_answer_alike(checkpoint, tmp_path):
     )
     (tmp_path / "grpo.yaml").write_text(yaml.safe_dump(recipe))
     suggestion_main(*make_parser().parse_args_and_config(["--config", str(tmp_path / "grpo.yaml")]))
-    report = json.loads((tmp_path / "grpo" / "mcqa_eval.json").read_text())
+    report = json.loads((tmp_path / "grpo" / "suggestion_eval.json").read_text())
 
     runs = {
         "command": _outcomes(tmp_path / "cmd" / "mcqa" / "outcomes.jsonl"),
         "callback": _outcomes(tmp_path / "cb" / "checkpoint-1" / "eval" / "mcqa" / "outcomes.jsonl"),
-        "trainer before": _outcomes(tmp_path / "grpo" / "mcqa_eval" / "before" / "mcqa" / "outcomes.jsonl"),
-        "trainer after": _outcomes(tmp_path / "grpo" / "mcqa_eval" / "after" / "mcqa" / "outcomes.jsonl"),
+        "trainer before": _outcomes(tmp_path / "grpo" / "suggestion_eval" / "before" / "mcqa" / "outcomes.jsonl"),
+        "trainer after": _outcomes(tmp_path / "grpo" / "suggestion_eval" / "after" / "mcqa" / "outcomes.jsonl"),
     }
     reference = runs["command"]
     assert len(reference) == N_ENVS

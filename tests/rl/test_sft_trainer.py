@@ -8,6 +8,7 @@ from sft_fixtures import tiny, toy_examples
 from transformers import Trainer, TrainerCallback
 
 from proactive_rl.data import EpisodeCollator, PreparedData, as_hf_dataset
+from proactive_rl.errors import InputError
 from proactive_rl.sft.config import ProactiveSFTConfig
 from proactive_rl.sft.main import state_token_ids
 from proactive_rl.sft.trainer import ProactiveSFTTrainer
@@ -194,7 +195,7 @@ def test_flash_attention_missing_is_a_clear_error():
 
     if is_flash_attn_2_available():
         pytest.skip("flash-attn is installed here")
-    with pytest.raises(ImportError, match="flash-attn"):
+    with pytest.raises(InputError, match="flash-attn"):
         load_for_training(
             ModelConfig(model_name_or_path="tiny:qwen2_5_vl:xs", attn_implementation="flash_attention_2")
         )

@@ -42,6 +42,7 @@ from proactive_eval.records import read_records
 from proactive_rl.data.mcqa import environment_rows
 from proactive_rl.data.proactivebench.coco_records import CropSettings, coco_records
 from proactive_rl.data.proactivebench.negatives import NegativeMiner
+from proactive_rl.errors import report
 
 logger = logging.getLogger(__name__)
 
@@ -187,9 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             args.out, args.coco_annotations, args.coco_images, args.qd, args.qd_exclude, args.num_coco,
             args.num_qd, args.ambiguous_fraction, args.seed, args.clip_model,
         )  # fmt: skip
-    except (OSError, ValueError) as err:
-        print(f"train_set: error: {err}", file=sys.stderr)
-        return 2
+    except (OSError, ValueError) as err:  # a missing annotation file or image folder, a bad fraction
+        return report("train_set", err)
     print(json.dumps(manifest, indent=1))
     return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from trl import ModelConfig, TrlParser
 
+from proactive_rl.errors import InputError
 from proactive_rl.grpo.replay import StreamingReplay
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig, StreamingGRPOScriptArguments
 from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
@@ -31,16 +32,16 @@ def build_trainer(
     script_args: StreamingGRPOScriptArguments, training_args: StreamingGRPOConfig, model_args: ModelConfig
 ) -> StreamingGRPOTrainer:
     """Model (``tiny:<arch>:<size>``, a hub id or an SFT checkpoint directory), windows and trainer."""
-    check_model_args(model_args)  # a missing model folder fails before the windows are built
     windows = script_args.windows(script_args.dataset_mixture)
     if script_args.expected_windows is not None and composition(windows) != dict(
         sorted(script_args.expected_windows.items())
     ):
-        raise ValueError(
+        raise InputError(
             f"expected_windows: the training data gives {composition(windows)} rollout windows, the recipe expects "
             f"{dict(sorted(script_args.expected_windows.items()))}; check the episode files or the window knobs"
         )
     eval_windows = script_args.windows(script_args.eval_mixture) if script_args.eval_mixture else None
+    check_model_args(model_args)  # the data first, then the model source (a missing folder, a Hub id offline)
     model, processor = load_for_training(model_args, seed=training_args.seed)
     if script_args.freeze_vision_tower:
         freeze_vision_tower(model)

@@ -121,7 +121,7 @@ def build_windows(
         if not episode.targets:
             skipped += 1
             continue
-        windows.extend(_episode_windows(episode, lead_s, tail_s, max_window_s, prefix_s))
+        windows.extend(_windows_of(episode, lead_s, tail_s, max_window_s, prefix_s))
     if skipped:
         logger.info("build_windows: %d episode(s) without targets give no window", skipped)
     if left_out:  # e.g. pvqa episodes in a mixture: no reward scores them, so no window trains them
@@ -134,7 +134,7 @@ def build_windows(
     return windows
 
 
-def _episode_windows(episode: Episode, lead_s, tail_s, max_window_s, prefix_s) -> list[RolloutWindow]:
+def _windows_of(episode: Episode, lead_s, tail_s, max_window_s, prefix_s) -> list[RolloutWindow]:
     times = sample_times(episode.duration, episode.fps)
     targets = sorted(episode.targets, key=lambda t: t.time)
     due = [_due_step(episode, times, t.time) for t in targets]
@@ -183,10 +183,3 @@ def composition(windows: Iterable[RolloutWindow]) -> dict[str, int]:
     for w in windows:
         counts[w.task] = counts.get(w.task, 0) + 1
     return dict(sorted(counts.items()))
-
-
-def episode_window(episode: Episode) -> RolloutWindow:
-    """The whole episode as one window (no prefix, every target): streaming evaluation from the first frame."""
-    times = sample_times(episode.duration, episode.fps)
-    last = max([times[-1]] + [times[_due_step(episode, times, t.time)] for t in episode.targets])
-    return RolloutWindow(episode, 0, times[0], last, times[0], tuple(sorted(episode.targets, key=lambda t: t.time)))

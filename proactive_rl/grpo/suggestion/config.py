@@ -32,8 +32,8 @@ class SuggestionScriptArguments:
               - {source: data/QuickDraw/train.jsonl, dataset: QD}
         eval_environments (`list`, *optional*): held-out environments, played greedily before and after training
             by the MCQA evaluator of `proactive_rl.evaluation` with this run's ``hint`` and ``answer_letters_only``
-            (``acc``, ``ps``; docs/spec.md §6), written to ``<output_dir>/mcqa_eval.json`` (per-environment
-            outcomes in ``<output_dir>/mcqa_eval/{before,after}/``).
+            (``acc``, ``ps``; docs/spec.md §6), written to ``<output_dir>/suggestion_eval.json`` (per-environment
+            outcomes in ``<output_dir>/suggestion_eval/{before,after}/``).
         r_p (`float`, *optional*, defaults to `0.5`): reward of a valid proactive suggestion (paper: 0.5/0.75/1.0).
         hint (`bool`, *optional*, defaults to `False`): add the dataset's hint to each question (ProactiveBench §4.3).
         answer_letters_only (`bool`, *optional*, defaults to `False`): sample (and evaluate) only option-letter

@@ -24,12 +24,12 @@ def held_out_evaluator(script_args: SuggestionScriptArguments, max_new_tokens: i
 
 def evaluate_held_out(trainer, script_args: SuggestionScriptArguments, max_new_tokens: int, when: str) -> dict | None:
     """``{"acc", "ps", "n", ...}`` of the held-out environments, on every rank (`evaluate_model`: sharded, ZeRO-3
-    safe); its results and per-environment outcomes go to ``<output_dir>/mcqa_eval/<when>/``."""
+    safe); its results and per-environment outcomes go to ``<output_dir>/suggestion_eval/<when>/``."""
     if not script_args.eval_environments:
         return None
 
     evaluator = held_out_evaluator(script_args, max_new_tokens)
-    out = Path(trainer.args.output_dir) / "mcqa_eval" / when
+    out = Path(trainer.args.output_dir) / "suggestion_eval" / when
     results = evaluate_model(
         trainer.model, trainer.processing_class, [evaluator], out_dir=out, trainer=trainer, fail_fast=True
     )

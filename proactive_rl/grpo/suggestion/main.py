@@ -30,7 +30,15 @@ import logging
 from trl import GRPOConfig, ModelConfig, TrlParser
 
 from proactive_rewards import get_reward
-from proactive_rl.data.mcqa import EnvironmentSpec, environment_rows, load_rows, rows_to_dataset, suppressed_tokens
+from proactive_rl.data.mcqa import (
+    EnvironmentSpec,
+    environment_rows,
+    letters_only,
+    load_rows,
+    rows_to_dataset,
+    suppressed_tokens,
+)
+from proactive_rl.errors import InputError
 from proactive_rl.grpo.replay import StreamingReplay
 from proactive_rl.grpo.reward_guard import guard_rewards
 from proactive_rl.grpo.suggestion.backend import resolve_generation_backend
@@ -86,7 +94,7 @@ def recipe_warm_start(model, processor, script_args: SuggestionScriptArguments, 
     ``warm_start_replay_coef`` (none at 0); returns the losses."""
     envs = [env for src in script_args.environments if src.source == "synthetic" for env in src.build()]
     if not envs:
-        raise ValueError("warm_start_steps: the warm start needs synthetic training environments")
+        raise InputError("warm_start_steps: the warm start needs synthetic training environments")
     return warm_start(
         model,
         processor,
@@ -111,16 +119,15 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
         recipe_warm_start(model, processor, script_args, training_args.seed, replay)
     rows = build_rows(script_args.environments, script_args.hint)
     logger.info("training rows (single-turn environment states): %d", len(rows))
-    suppress = None
     if script_args.answer_letters_only:
         if training_args.max_completion_length != 1:
-            raise ValueError(
+            raise InputError(
                 "answer_letters_only: needs max_completion_length: 1 (only letters can be sampled, so a longer "
                 f"completion would be several letters), got {training_args.max_completion_length}"
             )
         tokenizer = getattr(processor, "tokenizer", processor)
-        suppress = suppressed_tokens(model, tokenizer, max(len(r["options"]) for r in rows))
-        training_args.generation_kwargs = {**(training_args.generation_kwargs or {}), "suppress_tokens": suppress}
+        banned_ids = suppressed_tokens(model, tokenizer, max(len(r["options"]) for r in rows))
+        training_args.generation_kwargs = {**(training_args.generation_kwargs or {}), **letters_only(banned_ids)}
     dataset = rows_to_dataset(rows)
     reward_funcs = build_rewards(script_args, training_args.num_generations)
     for reward in reward_funcs:  # a missing reward column fails now, not as a silent 0 (no r_p; docs/spec.md §7)
@@ -138,7 +145,6 @@ def build_trainer(script_args: SuggestionScriptArguments, training_args: GRPOCon
         **replay_kwargs,
     )
     attach_eval_callback(trainer, script_args.eval_callback)
-    trainer.suppress_tokens = suppress
     trainer.generation_backend = "vllm" if training_args.use_vllm else "transformers"
     return trainer
 
@@ -152,18 +158,17 @@ def main(script_args: SuggestionScriptArguments, training_args: GRPOConfig, mode
     after = evaluate_held_out(trainer, script_args, max_new, "after")
     reports = {}
     if after is not None:
-        reports["mcqa_eval.json"] = {
+        reports["suggestion_eval.json"] = {
             "r_p": script_args.r_p,
             "before": {k: before[k] for k in ("acc", "ps", "n")} if before else None,
             "after": {k: after[k] for k in ("acc", "ps", "n")},
         }
         logger.info(
             "held-out MCQA: before %s, after %s",
-            reports["mcqa_eval.json"]["before"],
-            reports["mcqa_eval.json"]["after"],
+            reports["suggestion_eval.json"]["before"],
+            reports["suggestion_eval.json"]["after"],
         )
     finish(trainer, training_args.output_dir, reports, model_args=model_args)
-    trainer.mcqa_eval = (before, after)
     return trainer
 
 

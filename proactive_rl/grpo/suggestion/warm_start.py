@@ -154,7 +154,7 @@ def warm_start(
         batch, targets, n_options = _collate(rng.sample(rows, min(batch_size, len(rows))), pad_id)
         batch = {k: v.to(model.device) for k, v in batch.items()}
         logits = model(**batch).logits[:, -1, letters.to(model.device)]
-        # Letters beyond a row's options cannot be sampled there either (suppress_tokens at generation).
+        # Letters beyond a row's options cannot be sampled there either (banned at generation: `letters_only`).
         logits = logits.masked_fill(torch.arange(n_max, device=logits.device)[None] >= n_options[:, None], -1e9)
         loss = torch.nn.functional.cross_entropy(logits, targets.to(logits.device))
         if replay is not None:
