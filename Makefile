@@ -36,10 +36,11 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# `make demo SEEDS=3`: seeds 0..2 (demo_out/seed<k>) and a mean ± sd table in demo_out/report/seeds.md.
+# `make demo SEEDS=3`: seeds 0..2 (demo_out/seed<k>), a mean ± sd table in demo_out/report/seeds.md, and the same
+# file as docs/results.md (the results page the README links to is written by this command, never by hand).
 SEEDS ?= 1
 demo: install
-	$(PY) -m proactive_rl.cli demo --out demo_out $(if $(filter-out 1,$(SEEDS)),--seeds $(SEEDS))
+	$(PY) -m proactive_rl.cli demo --out demo_out $(if $(filter-out 1,$(SEEDS)),--seeds $(SEEDS) --doc docs/results.md)
 
 demo-quick: install
 	$(PY) -m proactive_rl.cli demo --quick --out demo_out_quick

@@ -15,7 +15,6 @@ import logging
 import os
 import platform
 import random
-import sys
 import time
 import traceback
 from dataclasses import replace
@@ -24,6 +23,7 @@ from typing import Any
 
 from proactive_rl.demo.plan import STAGES, TRAINED, Stage
 from proactive_rl.demo.settings import DemoSettings, quick
+from proactive_rl.errors import InputError
 
 OUT = "demo_out"  # the output folder of `run_demo` and ``proactive-rl demo``
 
@@ -49,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stages",
         default=",".join(TRAINED),
         help=f"training stages to run, comma-separated from {','.join(TRAINED)} (default: all)",
+    )
+    parser.add_argument(
+        "--doc",
+        default=None,
+        help="also write the report's markdown (seeds.md with --seeds) to this file (`make demo SEEDS=3`: docs/results.md)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("-v", "--verbose", action="store_true", help="INFO logs of the trainers and evaluators")
@@ -217,11 +222,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = tuple(s.strip() for s in args.stages.split(",") if s.strip())
     unknown = [s for s in chosen if s not in TRAINED]
     if unknown:
-        print(
-            f"proactive-rl demo: --stages: unknown {', '.join(unknown)}; expected some of {', '.join(TRAINED)}",
-            file=sys.stderr,
-        )
-        return 2
+        raise InputError(f"--stages: unknown {', '.join(unknown)}; expected some of {', '.join(TRAINED)}")
     settings = DemoSettings(seed=args.seed)
     if args.quick:
         settings = quick(settings)
@@ -235,7 +236,15 @@ def run(args: argparse.Namespace) -> int:
     if args.seeds > 1:
         return _run_seeds(args, settings, chosen, command + f" --seeds {args.seeds}")
     summary = run_demo(args.out, settings, chosen, progress=not args.no_progress, command=command)
+    _copy_doc(Path(args.out) / "report" / "README.md", args.doc)
     return 0 if _stages_ok(summary["stages"], chosen) else 1
+
+
+def _copy_doc(report: Path, doc: str | None) -> None:
+    """``--doc``: the report's markdown, as written, at `doc` too (the results page of the docs is this file)."""
+    if doc and report.exists():
+        Path(doc).parent.mkdir(parents=True, exist_ok=True)
+        Path(doc).write_text(report.read_text())
 
 
 def _stages_ok(stages: list[dict[str, Any]], chosen: tuple[str, ...]) -> bool:
@@ -294,6 +303,7 @@ def _run_seeds(args: argparse.Namespace, settings: DemoSettings, chosen: tuple[s
         ok = ok and _stages_ok(summary["stages"], chosen)
     meta = _run_meta(time.perf_counter() - start, command)
     path = write_seeds_report(Path(args.out), runs, settings.tasks, meta)
+    _copy_doc(path, args.doc)
     print()
     print(seeds_table(runs))
     print()
