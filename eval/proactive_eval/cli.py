@@ -130,6 +130,16 @@ def _score_args(
 
 
 def cmd_score(args) -> int:
+    if args.benchmark:  # the official results files of OVO-Bench / StreamingBench PO (docs/ovo_bench.md)
+        from proactive_eval.stream_bench_score import report_text, score_benchmark
+
+        report = score_benchmark(
+            args.benchmark, args.annotations, args.predictions, args.out, args.model, args.video_root
+        )
+        print(report_text(report))
+        return 0
+    if args.episodes is None:
+        raise CLIError("--episodes is required (or --benchmark ovo-bench|streamingbench-po with --annotations)")
     episodes = load_any(args.episodes, args.format, args.on_error, args.video_root)
     if not Path(args.predictions).exists():
         raise CLIError(f"predictions file not found: {args.predictions}")
@@ -286,8 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--episodes", required=True, help="episodes JSON/JSONL, or a ProactiveVideoQA anno.json")
+    def common(p: argparse.ArgumentParser, episodes_required: bool = True) -> None:
+        p.add_argument(
+            "--episodes", required=episodes_required, help="episodes JSON/JSONL, or a ProactiveVideoQA anno.json"
+        )
         p.add_argument("--format", default="auto", choices=FORMATS, help="episodes file format (default: auto)")
         p.add_argument("--video-root", help="folder the episodes' video paths resolve against (a moved dataset)")
         p.add_argument(
@@ -313,7 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     p = sub.add_parser("score", help="score a predictions file against episodes")
-    common(p)
+    common(p, episodes_required=False)
+    p.add_argument("--benchmark", choices=("ovo-bench", "streamingbench-po"), help="an official results file")
+    p.add_argument("--annotations", help="--benchmark: the official annotation (question) file")
+    p.add_argument("--model", help="--benchmark streamingbench-po: the model's key in the results file")
     p.add_argument("--predictions", required=True, help='JSONL {"id", "responses"} or official model_response_list')
     p.add_argument("--out", help="report folder (results.json, report.md, plots); omitted: print only")
     p.set_defaults(func=cmd_score)
