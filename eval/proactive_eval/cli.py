@@ -131,6 +131,7 @@ def _score_args(
 
 def cmd_score(args) -> int:
     if args.benchmark:  # the official results files of OVO-Bench / StreamingBench PO (docs/ovo_bench.md)
+        # deferred: keeps --help / light imports fast
         from proactive_eval.stream_bench_score import report_text, score_benchmark
 
         report = score_benchmark(

@@ -95,22 +95,29 @@ def _ovo_items(results: dict) -> tuple[set, list[float]]:
     return keys, costs
 
 
-def ovo_bench_report(annotations: str | Path, predictions: str | Path, video_root=None) -> dict[str, Any]:
-    """The ``results.json`` of an OVO-Bench results file (see the module docstring)."""
-    bench = load_ovo_bench(annotations, video_root=video_root)
-    results = _read_json(predictions)
+def ovo_bench_summary(records: list[dict], results: dict) -> dict[str, Any]:
+    """The ``results.json`` content of an OVO-Bench results object against the annotation `records`."""
     if not isinstance(results, dict) or not any(k in results for k in CATEGORY_NAMES):
-        raise UsageError(f"{predictions}: expected the official {{'backward', 'realtime', 'forward'}} results object")
+        raise UsageError("expected the official {'backward', 'realtime', 'forward'} results object")
     report = {"benchmark": "ovo-bench", **score_ovo_bench(results)}
-    expected = {(r["id"], j) for r in bench.records if r["task"] in FORWARD_TASKS for j in range(len(r["test_info"]))}
-    expected |= {(r["id"], None) for r in bench.records if r["task"] not in FORWARD_TASKS}
+    expected = {(r["id"], j) for r in records if r["task"] in FORWARD_TASKS for j in range(len(r["test_info"]))}
+    expected |= {(r["id"], None) for r in records if r["task"] not in FORWARD_TASKS}
     answered, costs = _ovo_items(results)
-    missing = sorted(expected - answered, key=str)
-    report["coverage"] = {"expected": len(expected), "answered": len(expected) - len(missing), "missing": len(missing)}
-    floor = score_ovo_bench(ovo_blind_results(bench.records))
+    missing = len(expected - answered)
+    report["coverage"] = {"expected": len(expected), "answered": len(expected) - missing, "missing": missing}
+    floor = score_ovo_bench(ovo_blind_results(records))
     report["blind_floor"] = {k: floor[k] for k in ("tasks", "categories", "overall")}
     report["speed"] = latency_summary(costs)
     return report
+
+
+def ovo_bench_report(annotations: str | Path, predictions: str | Path, video_root=None) -> dict[str, Any]:
+    """The ``results.json`` of an OVO-Bench results file (see the module docstring)."""
+    bench = load_ovo_bench(annotations, video_root=video_root)
+    try:
+        return ovo_bench_summary(bench.records, _read_json(predictions))
+    except UsageError as err:
+        raise UsageError(f"{predictions}: {err}") from None
 
 
 # ---- StreamingBench Proactive Output -----------------------------------------------------------------
@@ -173,31 +180,35 @@ def _po_speed(entries: list[dict], model: str) -> dict[str, Any]:
     return speed
 
 
+def streamingbench_summary(entries: list[dict], results: list, model: str | None = None) -> dict[str, Any]:
+    """The ``results.json`` content of a Proactive Output results list against the question file's `entries`."""
+    if not isinstance(results, list) or not all(isinstance(e, dict) and "questions" in e for e in results):
+        raise UsageError("expected the official question file with the model's outputs in it")
+    names = model_keys(results)
+    if model is None:
+        if len(names) != 1:
+            raise UsageError(f"name the model with --model (its outputs' key); found {names or 'none'}")
+        model = names[0]
+    stats = score_streamingbench_po(results, model)
+    tasks = {k: {m: v[m] for m in ("time_accuracy", "answer_accuracy")} for k, v in stats["tasks"].items()}
+    report = {"benchmark": "streamingbench-po", "model": model, "tasks": tasks, "stats": stats["tasks"]}
+    expected = sum(len(e["questions"]) for e in entries)
+    report["coverage"] = {"expected": expected, "answered": stats["total"], "missing": expected - stats["total"]}
+    report["malformed"] = stats["malformed"]
+    report["blind_floor"] = po_blind_floor(entries)
+    report["speed"] = _po_speed(results, model)
+    return report
+
+
 def streamingbench_report(
     annotations: str | Path, predictions: str | Path, model: str | None = None, video_root=None
 ) -> dict[str, Any]:
     """The ``results.json`` of a StreamingBench Proactive Output results file (see the module docstring)."""
     bench = load_streamingbench_po(annotations, video_root=video_root)
-    results = _read_json(predictions)
-    if not isinstance(results, list) or not all(isinstance(e, dict) and "questions" in e for e in results):
-        raise UsageError(f"{predictions}: expected the official question file with the model's outputs in it")
-    names = model_keys(results)
-    if model is None:
-        if len(names) != 1:
-            raise UsageError(f"{predictions}: name the model with --model (its outputs' key); found {names or 'none'}")
-        model = names[0]
-    stats = score_streamingbench_po(results, model)
-    tasks = {k: {m: v[m] for m in ("time_accuracy", "answer_accuracy")} for k, v in stats["tasks"].items()}
-    report = {"benchmark": "streamingbench-po", "model": model, "tasks": tasks, "stats": stats["tasks"]}
-    report["coverage"] = {
-        "expected": len(bench.questions),
-        "answered": stats["total"],
-        "missing": len(bench.questions) - stats["total"],
-    }
-    report["malformed"] = stats["malformed"]
-    report["blind_floor"] = po_blind_floor(bench.entries)
-    report["speed"] = _po_speed(results, model)
-    return report
+    try:
+        return streamingbench_summary(bench.entries, _read_json(predictions), model)
+    except UsageError as err:
+        raise UsageError(f"{predictions}: {err}") from None
 
 
 # ---- entry point -------------------------------------------------------------------------------------

@@ -92,13 +92,14 @@ def crr_record(rid: int, episode, video: str) -> dict:
 
 
 def po_question(episode) -> dict:
-    """Proactive Output: say the count when it reaches its last value; asked at the start of the video."""
+    """Proactive Output: say the count when it reaches its last value; asked 5 s before (the official files' most
+    common lead), or at the start."""
     last = episode.targets[-1]
     event = episode.meta["event"].replace(" appears", "")
     return {
         "task_type": "Proactive Output",
         "question": f'When the {event} has appeared {last.text} times, output "{last.text}".',
-        "time_stamp": _stamp(0),
+        "time_stamp": _stamp(max(0.0, last.time - 5)),
         "ground_truth_time_stamp": _stamp(last.time),
         "ground_truth_output": last.text,
         "required_ability": "counting",
