@@ -27,6 +27,7 @@ from proactive_eval.video import read_video_frames
 
 PROTOCOLS = ("official", "streaming")
 _SENTINEL = "\x00PROMPT\x00"
+ENCODE_FRAMES = 32  # frames per vision call when a recorded video is encoded ahead
 
 
 @dataclass
@@ -84,6 +85,7 @@ class ClipPrompter:
         (self.head, self.tail), (head1, _) = heads
         self.frame_text = head1[len(self.head) :]  # one frame's placeholder block
         self.speed = Speed()
+        self._encode_share = 0.0
         self.turns: list = []  # every decoded `TurnOutput`, in order (tokens and log-probabilities, for checks)
 
     def _session(self):
@@ -117,11 +119,33 @@ class ClipPrompter:
         session.append(self.head)
         return session
 
-    def feed(self, session, frame) -> None:
+    def prepare(self, session, blocks: list[list]) -> list:
+        """Each block of frames (those between two probes) as one chunk, all made in one processor call (a
+        recorded video: the frames are known in advance), encoded by vision calls of up to `ENCODE_FRAMES` frames
+        (a call has a fixed cost; one call over every frame would attend over all of their patches at once)."""
+        blocks = [b for b in blocks if b]
+        if not blocks:
+            return []
         start = time.perf_counter()
-        session.append(self.frame_text, [frame])
-        self.speed.frames_encoded += 1
-        self.speed.frame_s.append(time.perf_counter() - start)
+        chunks = session.chunks([self.frame_text * len(b) for b in blocks], blocks)
+        group: list = []
+        for chunk in chunks + [None]:
+            if chunk is None or (group and sum(c.n_images for c in group) + chunk.n_images > ENCODE_FRAMES):
+                session.encode(group)
+                group = []
+            if chunk is not None:
+                group.append(chunk)
+        n = sum(len(b) for b in blocks)
+        self.speed.frames_encoded += n
+        self._encode_share = (time.perf_counter() - start) / n
+        return chunks
+
+    def feed(self, session, chunk) -> None:
+        """Append one prepared block (one language-model forward); each of its frames is given an equal share."""
+        start = time.perf_counter()
+        session.append_chunk(chunk)
+        n = chunk.n_images
+        self.speed.frame_s += [(time.perf_counter() - start) / n + self._encode_share] * n
 
     def ask(self, session, prompt: str) -> str:
         """The answer to `prompt` after the frames fed so far; the session itself is left as it was."""
@@ -143,13 +167,17 @@ def _play(prompter: ClipPrompter, path: Path, start: float, asks: list, protocol
     end = max(t for t, _ in asks)
     frames = video_frames(path, start, end, fps)
     prompter.speed.video_frames += len(frames)
-    session, fed = (prompter.open(), 0) if protocol == "streaming" else (None, 0)
-    for t, key in asks:
-        clip = [f for s, f in frames if s < t - 1e-9]
-        if session is not None:
-            for frame in clip[fed:]:
-                prompter.feed(session, frame)
-            fed = len(clip)
+    clips = [[f for s, f in frames if s < t - 1e-9] for t, _ in asks]
+    chunks = {}
+    if protocol == "streaming":
+        session = prompter.open()
+        cuts = [0] + [len(c) for c in clips]
+        blocks = [clips[-1][cuts[i] : cuts[i + 1]] if clips else [] for i in range(len(clips))]
+        chunks = dict(zip([i for i, b in enumerate(blocks) if b], prompter.prepare(session, blocks)))
+    for i, ((_, key), clip) in enumerate(zip(asks, clips)):
+        if protocol == "streaming":
+            if i in chunks:
+                prompter.feed(session, chunks[i])
             stop = answer(key, lambda prompt: prompter.ask(session, prompt))
         else:
             stop = answer(key, lambda prompt, clip=clip: prompter.official(clip, prompt))
