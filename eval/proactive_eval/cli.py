@@ -150,7 +150,31 @@ def cmd_score(args) -> int:
     return 0
 
 
+def cmd_run_benchmark(args) -> int:
+    """``run --benchmark``: the official protocol through an OpenAI-compatible server (docs/ovo_bench.md)."""
+    # deferred: keeps --help / light imports fast
+    from proactive_eval.stream_bench_run import EndpointPrompter, run_benchmark
+    from proactive_eval.stream_bench_score import report_text
+
+    kind, _, rest = args.policy.partition(":")
+    if kind != "openai" or "@" not in rest:
+        raise CLIError("--benchmark runs an openai:MODEL@BASE_URL policy (a local model: proactive-rl eval)")
+    if args.annotations is None or not Path(args.annotations).is_file():
+        raise CLIError(f"--annotations: file not found: {args.annotations}")
+    model, _, base_url = rest.partition("@")
+    prompter = EndpointPrompter(base_url, model, os.environ.get("OPENAI_API_KEY"))
+    summary = run_benchmark(args.benchmark, args.annotations, prompter, "official", args.out, args.video_root)
+    if summary["missing_videos"]:
+        print(f"warning: {len(summary['missing_videos'])} videos not found: {summary['missing_videos'][:5]}")
+    print(report_text(summary))
+    return 0
+
+
 def cmd_run(args) -> int:
+    if args.benchmark:
+        return cmd_run_benchmark(args)
+    if args.episodes is None:
+        raise CLIError("--episodes is required (or --benchmark ovo-bench|streamingbench-po with --annotations)")
     # deferred: keeps --help / light imports fast
     try:
         from proactive_eval.streaming import run_streaming
@@ -335,7 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("run", help="run a policy over episodes (resumable), then score")
-    common(p)
+    common(p, episodes_required=False)
+    p.add_argument("--benchmark", choices=("ovo-bench", "streamingbench-po"), help="the official protocol on it")
+    p.add_argument("--annotations", help="--benchmark: the official annotation (question) file")
     p.add_argument(
         "--policy", required=True, help="silent | replay:PREDICTIONS.jsonl | openai:MODEL@BASE_URL | module:factory"
     )
