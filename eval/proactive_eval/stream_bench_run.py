@@ -255,3 +255,30 @@ def run_benchmark(benchmark: str, annotations, prompter, protocol: str, out, vid
     (out / RESULTS_FILES[benchmark]).write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     (out / "results.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     return summary
+
+
+def run_po_proactive(policy, bench: StreamingBenchPO, index: int, fps: float = 1.0) -> dict:
+    """``{"answered", "dialog_history"}`` of question `index` from a state-token streaming `policy`
+    (`proactive_eval.streaming.StreamingPolicy`) that decides by itself when to speak: it watches the video from
+    ``time_stamp`` with the question as its instruction, and its first response is the answer, at the time of
+    that frame (no polling, no "yes" turn). Silent to the end of the official window (ground truth + 4 s): the
+    last entry is an empty answer there, as the official loop's last poll."""
+    # deferred: the streaming loop pulls the policy stack only where a policy is run
+    from proactive_eval.episodes import Episode
+    from proactive_eval.streaming import run_episode
+
+    q = bench.questions[index]
+    end = q.polls[-1] if q.polls else q.start
+    frames = video_frames(q.video, float(q.start), float(end), fps)
+    episode = Episode.from_dict(
+        {"id": f"po_{index}", "task": "pvqa", "duration": max(end - q.start, 1e-6), "instruction":
+         q.question["question"], "targets": [], "fps": fps}
+    )  # fmt: skip
+    outputs = [
+        r for r in run_episode(policy, episode, lambda _: [(t - q.start, f) for t, f in frames]) if not r.malformed
+    ]
+    if not outputs:
+        return {"answered": False, "dialog_history": [{"role": "assistant", "content": "", "time": end}]}
+    first = outputs[0]
+    said = q.start + first.time
+    return {"answered": said, "dialog_history": [{"role": "assistant", "content": first.text, "time": said}]}

@@ -21,6 +21,7 @@ from typing import Any
 
 from proactive_eval.formats.ovo_bench import load_ovo_bench
 from proactive_eval.formats.streamingbench import load_streamingbench_po
+from proactive_eval.stream_bench_run import Speed, run_po_proactive
 from proactive_eval.stream_bench_score import ovo_bench_summary, streamingbench_summary
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
 from proactive_rl.evaluation.stream_bench import (
@@ -45,6 +46,7 @@ class BenchItem:
 
 class _StreamBenchEvaluator(Evaluator):
     results_name = ""
+    protocols = PROTOCOLS
 
     @classmethod
     def check_config(cls, config, where: str) -> None:
@@ -54,16 +56,22 @@ class _StreamBenchEvaluator(Evaluator):
             )
         if config.protocol == "filtered":  # the field's default (an MCQA setting): this type's default instead
             config.protocol = "streaming"
-        if config.protocol not in PROTOCOLS:
-            raise ValueError(f"{where}.protocol: expected one of {', '.join(PROTOCOLS)}, got {config.protocol!r}")
+        if config.protocol not in cls.protocols:
+            raise ValueError(f"{where}.protocol: expected one of {', '.join(cls.protocols)}, got {config.protocol!r}")
 
     def generate(self, model, processor, items: list, writer=None) -> list[dict]:
         self.items()  # the loaded annotations (`bench`)
         prompter = ClipPrompter(model, processor, self.config.max_new_tokens)
+        if self.config.protocol == "proactive":  # the model's own response time: a state-token streaming policy
+            # deferred: tests monkeypatch this name where it is defined
+            from proactive_rl.evaluation.policy import model_policy
+
+            prompter = model_policy(model, processor, self.config.max_new_tokens)
         start = time.perf_counter()
         records = [{"id": item.id, "out": self._run(prompter, item.value)} for item in self._progress(items, "item")]
-        prompter.speed.wall_s = time.perf_counter() - start
-        return records + [{"id": "~speed", "speed": prompter.speed.summary()}]
+        speed = getattr(prompter, "speed", None) or Speed()
+        speed.wall_s = time.perf_counter() - start
+        return records + [{"id": "~speed", "speed": speed.summary()}]
 
     def _speed(self, records: list[dict]) -> tuple[list[dict], dict]:
         """The run's records and its speed (rank shards: the walls add, the latencies are the first rank's)."""
@@ -116,12 +124,16 @@ class StreamingBenchPOEvaluator(_StreamBenchEvaluator):
     """StreamingBench Proactive Output: time accuracy and answer accuracy per task type (fractions)."""
 
     results_name = "streamingbench_po_results.json"
+    #: ``proactive``: a state-token model watching from the question on, its first response the answer
+    protocols = (*PROTOCOLS, "proactive")
 
     def _load(self) -> list:
         self.bench = load_streamingbench_po(self.config.annotations, video_root=self.config.video_root)
         return [BenchItem(f"question-{i}", i) for i in range(len(self.bench.questions))]
 
     def _run(self, prompter, index) -> dict:
+        if self.config.protocol == "proactive":
+            return {"index": index, "output": run_po_proactive(prompter, self.bench, index)}
         return {"index": index, "output": run_po_question(prompter, self.bench, index, self.config.protocol)}
 
     def score(self, records, out_dir, plots=True) -> Scored:

@@ -83,3 +83,36 @@ def test_streamingbench_official_polling(tmp_path):
     summary = json.loads((tmp_path / "out" / "results.json").read_text())
     assert summary["tasks"] == {"Proactive Output": {"time_accuracy": 1.0, "answer_accuracy": 1.0}}
     assert summary["speed"]["event_to_response_median_s"] == -1
+
+
+def test_streamingbench_proactive_protocol_reads_the_first_response(tmp_path):
+    """A state-token policy speaking at its own time: the answer is its first response, at that frame's time."""
+    from proactive_eval.formats.streamingbench import load_streamingbench_po
+    from proactive_eval.metrics.streamingbench import score_streamingbench_po
+    from proactive_eval.stream_bench_run import run_po_proactive
+
+    class SpeaksAt:
+        def __init__(self, at):
+            self.at, self.seen = at, []
+
+        def reset(self, episode):
+            self.seen = []
+
+        def step(self, observation):
+            self.seen.append(observation.time)
+            return "</Response> go" if observation.time >= self.at else "</Silence>"
+
+    write(tmp_path / "videos" / "sample_1_proactive.mp4", 20)
+    q = {"task_type": "Proactive Output", "question": 'output "go"', "time_stamp": "00:00:03",
+         "ground_truth_time_stamp": "00:00:08", "ground_truth_output": "go", "required_ability": "x"}  # fmt: skip
+    entries = [{"questions": [q], "video_path": "./videos/sample_1_proactive.mp4"}]
+    (tmp_path / "q.json").write_text(json.dumps(entries))
+    bench = load_streamingbench_po(tmp_path / "q.json")
+    policy = SpeaksAt(6.0)  # stream time 6 = video time 9
+    output = run_po_proactive(policy, bench, 0)
+    assert output == {"answered": 9.0, "dialog_history": [{"role": "assistant", "content": "go", "time": 9.0}]}
+    assert policy.seen[0] == 0.0 and policy.seen[-1] == 8.0  # frames 3..11 of the video: [time_stamp, due + 4)
+    entries[0]["questions"][0]["M"] = output
+    assert score_streamingbench_po(entries, "M")["tasks"]["Proactive Output"]["answer_correct"] == 1
+    silent = run_po_proactive(SpeaksAt(99.0), bench, 0)
+    assert silent["answered"] is False and silent["dialog_history"][-1]["time"] == 12

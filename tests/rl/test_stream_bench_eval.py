@@ -54,6 +54,9 @@ def test_evaluators_write_official_results_the_scorer_reads(tiny, files, tmp_pat
              "max_new_tokens": 2, "max_items": 1}, "e[0]"),
         EvaluatorConfig.from_dict(
             {"type": "streamingbench_po", "annotations": files["streamingbench"], "max_new_tokens": 2}, "e[1]"),
+        EvaluatorConfig.from_dict(
+            {"type": "streamingbench_po", "name": "po_own_time", "annotations": files["streamingbench"],
+             "protocol": "proactive", "max_new_tokens": 2}, "e[2]"),
     ]  # fmt: skip
     assert configs[1].protocol == "streaming"
     results = evaluate_model(model, processor, build_evaluators(configs), tmp_path, plots=False)
@@ -62,6 +65,8 @@ def test_evaluators_write_official_results_the_scorer_reads(tiny, files, tmp_pat
     assert "blind_floor" in ovo
     po = json.loads((tmp_path / "streamingbench_po" / "results.json").read_text())
     assert set(po["tasks"]) == {"Proactive Output"} and po["speed"]["calls"] >= 1
+    own = json.loads((tmp_path / "po_own_time" / "results.json").read_text())
+    assert own["protocol"] == "proactive" and own["coverage"]["answered"] == 1
     assert results is not None
     # The official results files, unchanged, score the same through proactive-eval.
     argv = ["score", "--benchmark", "streamingbench-po", "--annotations", files["streamingbench"], "--predictions",
