@@ -99,7 +99,8 @@ class EvaluatorConfig:
             ``swap`` (another evaluated episode's frames, same task) and, for ``prs`` / ``pauc``, ``freeze`` (the
             first frame repeated); reported as ``<metric>_swap`` and ``vision_gain_<metric>`` (docs/spec.md §14).
         annotations (`str`, *optional*): ``ovo_bench`` / ``streamingbench_po``: the official annotation file; their
-            ``protocol`` is ``official`` or ``streaming`` (the default; docs/ovo_bench.md).
+            ``protocol`` is ``official`` or ``streaming`` (the default), ``streamingbench_po`` also ``proactive``
+            (docs/ovo_bench.md, docs/streamingbench.md).
         video_root (`str`, *optional*): ``ovo_bench`` / ``streamingbench_po``: the folder the file's video paths
             are relative to (default: the file's folder).
     """
