@@ -46,6 +46,12 @@ def _add_synth_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-videos", action="store_true", help="skip the mp4 files (episodes JSON only)")
     parser.add_argument("--overwrite", action="store_true", help="rewrite every file, even in a folder made otherwise")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--streaming-benchmarks",
+        action="store_true",
+        help="also write OVO-Bench forward records and StreamingBench Proactive Output questions in the official "
+        "formats (out/ovo_bench/, out/streamingbench/; --n records per task)",
+    )
     knobs = parser.add_argument_group("difficulty knobs")
     knobs.add_argument("--size", type=int, default=64, help="frame side in pixels (default: 64)")
     knobs.add_argument("--duration", default="10,60", help="episode length range in seconds MIN,MAX (default: 10,60)")
@@ -120,6 +126,13 @@ def _run_synth(args: argparse.Namespace) -> int:
             f"{sizes['environments_per_kind']} environments x {len(envs)} kinds"
             + (" (empty here: too few to fill every split)" if empty else "")
         )
+    if args.streaming_benchmarks:
+        from proactive_rl.synthetic.streaming_benchmarks import export_streaming_benchmarks
+
+        files = export_streaming_benchmarks(
+            args.out, args.n, args.seed, not args.no_videos, size=args.size, duration=(lo, hi), noise=args.noise
+        )
+        print(f"  {files['ovo_bench']}: {files['records']} records; {files['streamingbench']}: {files['questions']}")
     return 0
 
 

@@ -140,6 +140,17 @@ def _score_args(
 
 
 def cmd_score(args) -> int:
+    if args.benchmark:  # the official results files of OVO-Bench / StreamingBench PO (docs/ovo_bench.md)
+        # deferred: keeps --help / light imports fast
+        from proactive_eval.stream_bench_score import report_text, score_benchmark
+
+        report = score_benchmark(
+            args.benchmark, args.annotations, args.predictions, args.out, args.model, args.video_root
+        )
+        print(report_text(report))
+        return 0
+    if args.episodes is None:
+        raise InputError("--episodes is required (or --benchmark ovo-bench|streamingbench-po with --annotations)")
     episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
     if not Path(args.predictions).exists():
         raise InputError(f"predictions file not found: {args.predictions}")
@@ -153,7 +164,31 @@ def cmd_score(args) -> int:
     return 0
 
 
+def cmd_run_benchmark(args) -> int:
+    """``run --benchmark``: the official protocol through an OpenAI-compatible server (docs/ovo_bench.md)."""
+    # deferred: keeps --help / light imports fast
+    from proactive_eval.stream_bench_run import EndpointPrompter, run_benchmark
+    from proactive_eval.stream_bench_score import report_text
+
+    kind, _, rest = args.policy.partition(":")
+    if kind != "openai" or "@" not in rest:
+        raise InputError("--benchmark runs an openai:MODEL@BASE_URL policy (a local model: proactive-rl eval)")
+    if args.annotations is None or not Path(args.annotations).is_file():
+        raise InputError(f"--annotations: file not found: {args.annotations}")
+    model, _, base_url = rest.partition("@")
+    prompter = EndpointPrompter(base_url, model, os.environ.get("OPENAI_API_KEY"))
+    summary = run_benchmark(args.benchmark, args.annotations, prompter, "official", args.out, args.video_root)
+    if summary["missing_videos"]:
+        print(f"warning: {len(summary['missing_videos'])} videos not found: {summary['missing_videos'][:5]}")
+    print(report_text(summary))
+    return 0
+
+
 def cmd_run(args) -> int:
+    if args.benchmark:
+        return cmd_run_benchmark(args)
+    if args.episodes is None:
+        raise InputError("--episodes is required (or --benchmark ovo-bench|streamingbench-po with --annotations)")
     # deferred: keeps --help / light imports fast
     try:
         from proactive_eval.streaming import run_streaming
@@ -318,9 +353,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser) -> None:
+    def common(p: argparse.ArgumentParser, episodes_required: bool = True) -> None:
         p.add_argument(
-            "--episodes", nargs="+", required=True, help="episodes JSON/JSONL, or ProactiveVideoQA anno.json (1+)"
+            "--episodes",
+            nargs="+",
+            required=episodes_required,
+            help="episodes JSON/JSONL, or ProactiveVideoQA anno.json (1+)",
         )
         p.add_argument("--format", default="auto", choices=FORMATS, help="episodes file format (default: auto)")
         p.add_argument("--video-root", help="folder the episodes' video paths resolve against (a moved dataset)")
@@ -347,13 +385,18 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     p = sub.add_parser("score", help="score a predictions file against episodes")
-    common(p)
+    common(p, episodes_required=False)
+    p.add_argument("--benchmark", choices=("ovo-bench", "streamingbench-po"), help="an official results file")
+    p.add_argument("--annotations", help="--benchmark: the official annotation (question) file")
+    p.add_argument("--model", help="--benchmark streamingbench-po: the model's key in the results file")
     p.add_argument("--predictions", required=True, help='JSONL {"id", "responses"} or official model_response_list')
     p.add_argument("--out", help="report folder (results.json, report.md, plots); omitted: print only")
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("run", help="run a policy over episodes (resumable), then score")
-    common(p)
+    common(p, episodes_required=False)
+    p.add_argument("--benchmark", choices=("ovo-bench", "streamingbench-po"), help="the official protocol on it")
+    p.add_argument("--annotations", help="--benchmark: the official annotation (question) file")
     p.add_argument(
         "--policy", required=True, help="silent | replay:PREDICTIONS.jsonl | openai:MODEL@BASE_URL | module:factory"
     )

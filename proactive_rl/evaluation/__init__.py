@@ -18,6 +18,7 @@ from proactive_rl.evaluation.evaluators import PAUCEvaluator, PRSEvaluator
 from proactive_rl.evaluation.policy import image_answer_fn, mcqa_answer_fn
 from proactive_rl.evaluation.proactivebench import MCQAEvaluator, OEGEvaluator
 from proactive_rl.evaluation.run import EvaluationFailed, evaluate_model
+from proactive_rl.evaluation.stream_bench_evaluators import OVOBenchEvaluator, StreamingBenchPOEvaluator
 
 __all__ = [
     "EVALUATORS",
@@ -27,10 +28,12 @@ __all__ = [
     "EvaluatorConfig",
     "MCQAEvaluator",
     "OEGEvaluator",
+    "OVOBenchEvaluator",
     "PAUCEvaluator",
     "PRSEvaluator",
     "ProactiveEvalCallback",
     "Scored",
+    "StreamingBenchPOEvaluator",
     "build_evaluators",
     "evaluate_model",
     "image_answer_fn",

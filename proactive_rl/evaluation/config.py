@@ -98,6 +98,11 @@ class EvaluatorConfig:
         counterfactual (`list`, *optional*): frame counterfactuals to play besides the episodes' own frames:
             ``swap`` (another evaluated episode's frames, same task) and, for ``prs`` / ``pauc``, ``freeze`` (the
             first frame repeated); reported as ``<metric>_swap`` and ``vision_gain_<metric>`` (docs/spec.md §14).
+        annotations (`str`, *optional*): ``ovo_bench`` / ``streamingbench_po``: the official annotation file; their
+            ``protocol`` is ``official`` or ``streaming`` (the default), ``streamingbench_po`` also ``proactive``
+            (docs/ovo_bench.md, docs/streamingbench.md).
+        video_root (`str`, *optional*): ``ovo_bench`` / ``streamingbench_po``: the folder the file's video paths
+            are relative to (default: the file's folder).
     """
 
     type: str
@@ -118,6 +123,8 @@ class EvaluatorConfig:
     baseline_episodes: Any = None
     baseline_environments: Any = None
     counterfactual: list[str] | None = None
+    annotations: str | None = None
+    video_root: str | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> EvaluatorConfig:
