@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.errors import InputError
 from proactive_eval.formats.ovo_bench import FORWARD_TASKS, load_ovo_bench
 from proactive_eval.formats.streamingbench import (
     POLL_AFTER_GROUND_TRUTH,
@@ -29,7 +30,6 @@ from proactive_eval.formats.streamingbench import (
 from proactive_eval.metrics.ovo_bench import CATEGORY_NAMES, score_ovo_bench
 from proactive_eval.metrics.streamingbench import score_streamingbench_po
 from proactive_eval.records import read_text
-from proactive_eval.errors import InputError
 
 BENCHMARKS = ("ovo-bench", "streamingbench-po")
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 from proactive_rl.errors import InputError, MissingInput
