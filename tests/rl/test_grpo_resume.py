@@ -12,7 +12,6 @@ the weights moved after the checkpoint, and the rewards varied (non-zero loss) a
 from __future__ import annotations
 
 import inspect
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from transformers import Trainer, TrainerCallback
 from proactive_rl.grpo import resume_state
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # stand_in.py
 TOL = 1e-6
 TIMING = ("time", "runtime", "per_second")
 
@@ -96,11 +94,10 @@ def windows():
 
 
 def streaming_trainer(out: Path, windows, **overrides):
-    from stand_in import proactive_stand_in  # benchmarks/stand_in.py
-
     from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
     from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
     from proactive_rl.models import build_tiny
+    from tests.support.stand_in import proactive_stand_in
 
     model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
     model = proactive_stand_in(model, processor, respond=0.3)  # responds now and then: rewards vary in a group

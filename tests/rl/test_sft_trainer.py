@@ -4,7 +4,6 @@ import inspect
 
 import pytest
 import torch
-from sft_fixtures import tiny, toy_examples
 from transformers import Trainer, TrainerCallback
 
 from proactive_rl.data import EpisodeCollator, PreparedData, as_hf_dataset
@@ -12,6 +11,7 @@ from proactive_rl.sft.config import ProactiveSFTConfig
 from proactive_rl.sft.main import state_token_ids
 from proactive_rl.sft.trainer import ProactiveSFTTrainer
 from proactive_rl.training import freeze_vision_tower
+from tests.support.sft_fixtures import tiny, toy_examples
 
 
 class GradCatcher(TrainerCallback):
