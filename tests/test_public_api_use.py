@@ -4,8 +4,7 @@ scripts and any other code in the repository use the packages as a user does, th
 A private name is one with a leading underscore (not a dunder) that the project defines (a ``def``, ``class``, a
 module- or class-level assignment, or ``self._name = ...``). Found by reading the source (AST): ``from proactive_x
 import _name``, an import of a private module, ``obj._name``, and the name as a string (``getattr(obj, "_name")``, a
-profile row), unless the file defines that name itself (the benchmarks before this check read the streaming session's
-``"_forward"`` and ``"_encode"`` so).
+profile row), unless the file defines that name itself.
 """
 
 from __future__ import annotations
