@@ -104,9 +104,19 @@ def worker(episodes: str, pipeline: str, steps: int, cache: str, out: str) -> No
 
 
 def run(episodes: Path, pipeline: str, steps: int, cache: Path, out: Path) -> dict:
-    cmd = [sys.executable, __file__, "--worker", str(episodes), pipeline, str(steps), str(cache), str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.data_scale",
+        "--worker",
+        str(episodes),
+        pipeline,
+        str(steps),
+        str(cache),
+        str(out),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{pipeline} on {episodes.name} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")

@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 RANGES = {"tiny (3136..3136)": 3136, "capped (3136..100352)": 100352, "default (3136..1003520)": 1003520}
 
 
@@ -95,8 +96,8 @@ def main() -> None:
     for name, max_pixels in RANGES.items():
         growth = {}
         for key in ("before", "after"):
-            command = [sys.executable, __file__, "--child", str(max_pixels), episodes, key]
-            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            command = [sys.executable, "-m", "benchmarks.resize_at_decode", "--child", str(max_pixels), episodes, key]
+            out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT).stdout
             growth[key] = json.loads(out.strip().splitlines()[-1])["growth"]
         episode, processor, paths = setup(max_pixels, episodes)
         held = {
