@@ -46,7 +46,7 @@ demo-quick: install
 	$(PY) -m proactive_rl.cli demo --quick --out demo_out_quick
 
 bench: install
-	$(PY) benchmarks/run_all.py
+	$(PY) -m benchmarks.run_all
 
 # The authors' ProactiveBench package (Python >= 3.12) for tests/eval/test_authors_crosscheck.py, which skips
 # without it. Any Python >= 3.12 on the machine will do (PY312=... to choose one).

@@ -5,7 +5,7 @@ converted files) are written as an episodes file and a second 500 as a "train" f
 end in a subprocess (interpreter start, loading, fitting both PRS modes, scoring with `score_prs`), by
 leave-one-out and fitted on the train file. The issue budget is 10 s for 500 episodes.
 
-    .venv/bin/python benchmarks/blind_baseline.py [--episodes 500] [--quick] [--no-record]
+    .venv/bin/python -m benchmarks.blind_baseline [--episodes 500] [--quick] [--no-record]
 """
 
 from __future__ import annotations
@@ -18,12 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import record  # noqa: E402
-
-from proactive_eval.episodes import Episode, save_episodes  # noqa: E402
-from proactive_rewards import Target  # noqa: E402
+from benchmarks.common import record
+from proactive_eval.episodes import Episode, save_episodes
+from proactive_rewards import Target
 
 SECTION = "Blind schedule: proactive-eval baseline"
 TEXTS = {"accident": ["Warning"], "atomic": ["1", "2", "3", "4"], "compositional": ["start", "end", "turn"]}
@@ -52,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=500)
     parser.add_argument("--quick", action="store_true", help="100 episodes")
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     args = parser.parse_args()
     n = 100 if args.quick else args.episodes
     with tempfile.TemporaryDirectory() as tmp:

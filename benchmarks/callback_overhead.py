@@ -4,22 +4,20 @@ Trains the shipped tiny recipe (``recipes/tiny/sft.yaml``: 60 steps, a save ever
 and with an ``eval_callback`` (streaming PRS on held-out synthetic episodes of the three training tasks, and MCQA
 environments), and records the wall-time ratio and the callback's own measured time per evaluation.
 
-    python benchmarks/callback_overhead.py            # the full tiny run
-    python benchmarks/callback_overhead.py --quick    # 10 steps, a save every 5 (a smoke run)
+    python -m benchmarks.callback_overhead            # the full tiny run
+    python -m benchmarks.callback_overhead --quick    # 10 steps, a save every 5 (a smoke run)
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import record  # noqa: E402
+from benchmarks.common import record
 
 ROOT = Path(__file__).resolve().parents[1]
 HELD_OUT = [

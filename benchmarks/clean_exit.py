@@ -4,9 +4,9 @@ A successful run that exits non-zero fails the job step that ran it (SLURM, a pi
 evaluation are complete. This script launches, in turn, the three 2-process runs a user starts most: tiny SFT under
 DDP (gloo), tiny streaming GRPO under DeepSpeed ZeRO-3 (CPU accelerator, gloo), and ``proactive-rl eval --watch
 --once`` over a saved checkpoint; each launch must exit 0 and leave its output. It prints one line per launch and,
-at the end, the count per kind, appended to RESULTS.md.
+at the end, the count per kind, appended to results.jsonl.
 
-    .venv/bin/python benchmarks/clean_exit.py [--launches 100] [--kinds sft,grpo,eval] [--cores DIR] [--no-record]
+    .venv/bin/python -m benchmarks.clean_exit [--launches 100] [--kinds sft,grpo,eval] [--cores DIR] [--no-record]
 
 ``--cores DIR`` lets a crashing rank write a core file (``ulimit -c unlimited``; each launch runs in its own folder)
 and keeps the folder of every failed launch under DIR, to read with ``gdb python DIR/<launch>/core``. Not run by
@@ -28,9 +28,7 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import record  # noqa: E402
+from benchmarks.common import record
 
 SECTION = "clean exits: back-to-back 2-process launches"
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,7 +110,7 @@ def main() -> None:
     parser.add_argument("--cores", type=Path, default=None, help="keep failed launches (with core files) here")
     parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one)")
     parser.add_argument("--timeout", type=int, default=1200, help="seconds one launch may take")
-    parser.add_argument("--no-record", action="store_true", help="print only, do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only, do not append to results.jsonl")
     args = parser.parse_args()
     kinds = [k for k in args.kinds.split(",") if k]
     if unknown := set(kinds) - set(KINDS):

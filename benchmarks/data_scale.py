@@ -13,8 +13,8 @@ cycle over K files instead, for a quicker run (each record is still probed, deco
 vision tokens), so the eager path's memory per clip is ~2 MiB of pixels instead of the 155 MiB of a full-size
 processor: its growth with N is the point, not its level.
 
-    python benchmarks/data_scale.py                  # N = 100, 2000 (lazy); 100, 400 (eager); appends to RESULTS.md
-    python benchmarks/data_scale.py --no-record --sizes 20 100 --eager-sizes 20
+    python -m benchmarks.data_scale                  # N = 100, 2000 (lazy); 100, 400 (eager); appends to results.jsonl
+    python -m benchmarks.data_scale --no-record --sizes 20 100 --eager-sizes 20
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from pathlib import Path
 
 START = time.time()
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def make_videos(folder: Path, count: int, seconds: int = 30, size=(360, 640)) -> list[str]:
@@ -105,9 +104,19 @@ def worker(episodes: str, pipeline: str, steps: int, cache: str, out: str) -> No
 
 
 def run(episodes: Path, pipeline: str, steps: int, cache: Path, out: Path) -> dict:
-    cmd = [sys.executable, __file__, "--worker", str(episodes), pipeline, str(steps), str(cache), str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.data_scale",
+        "--worker",
+        str(episodes),
+        pipeline,
+        str(steps),
+        str(cache),
+        str(out),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{pipeline} on {episodes.name} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
@@ -123,9 +132,9 @@ def main() -> None:
     parser.add_argument("--eager-sizes", type=int, nargs="*", default=[100, 400], help="N for the previous path")
     parser.add_argument("--videos", type=int, default=None, help="distinct mp4 files (default: one per record)")
     parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     args = parser.parse_args()
-    from common import record
+    from benchmarks.common import record
 
     small, large = args.sizes
     with tempfile.TemporaryDirectory(prefix="data_scale_") as tmp:

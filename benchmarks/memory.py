@@ -5,7 +5,7 @@ that reports ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` of that one child
 peak. The import floor (``import torch, transformers, trl, proactive_rl``) is measured the same way, to show what the
 model, data and optimizer add on top.
 
-    .venv/bin/python benchmarks/memory.py [--steps 3] [--quick] [--no-record]
+    .venv/bin/python -m benchmarks.memory [--steps 3] [--quick] [--no-record]
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import record  # noqa: E402
+from benchmarks.common import record
 
 SECTION = "Memory"
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3, help="optimizer steps per recipe")
     parser.add_argument("--quick", action="store_true", help="make bench sizes (2 steps)")
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     args = parser.parse_args(argv)
     if args.quick:
         args.steps = min(args.steps, 2)

@@ -5,7 +5,7 @@ measures, for three processor pixel ranges, the bytes of the decoded frames an e
 resident memory over one encoding in a fresh process (sampled every ms), and the encoding time (median of 5, the
 two paths alternated). Torch runs on one thread, as in a DataLoader worker (where the lazy pipeline encodes).
 
-    python benchmarks/resize_at_decode.py               # appends one line to RESULTS.md
+    python -m benchmarks.resize_at_decode               # appends one record to results.jsonl
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
+ROOT = Path(__file__).resolve().parents[1]
 RANGES = {"tiny (3136..3136)": 3136, "capped (3136..100352)": 100352, "default (3136..1003520)": 1003520}
 
 
@@ -80,15 +79,15 @@ def child(max_pixels: int, episodes: str, path: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     parser.add_argument("--child", nargs=3, metavar=("MAX_PIXELS", "EPISODES", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(int(args.child[0]), args.child[1], args.child[2])
     import torch
-    from common import record
-    from data_scale import make_videos, write_episodes
 
+    from benchmarks.common import record
+    from benchmarks.data_scale import make_videos, write_episodes
     from proactive_rl.data.frames import frame_resizer, frames_of, processor_frame_size
 
     folder = Path(tempfile.mkdtemp(prefix="resize_at_decode_"))
@@ -97,8 +96,8 @@ def main() -> None:
     for name, max_pixels in RANGES.items():
         growth = {}
         for key in ("before", "after"):
-            command = [sys.executable, __file__, "--child", str(max_pixels), episodes, key]
-            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            command = [sys.executable, "-m", "benchmarks.resize_at_decode", "--child", str(max_pixels), episodes, key]
+            out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT).stdout
             growth[key] = json.loads(out.strip().splitlines()[-1])["growth"]
         episode, processor, paths = setup(max_pixels, episodes)
         held = {

@@ -3,22 +3,17 @@
 Two measurements in one run: `prs_score(mode="B")` on already-parsed responses, and the end-to-end TRL count
 reward (`get_reward("count")`) that also parses each 50-turn state-token completion. Usage:
 
-    .venv/bin/python benchmarks/rewards.py [--trajectories 1000] [--turns 50] [--repeats 3] [--no-record]
+    .venv/bin/python -m benchmarks.rewards [--trajectories 1000] [--turns 50] [--repeats 3] [--no-record]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import record  # noqa: E402
-
-from proactive_rewards import get_reward, prs_score  # noqa: E402
+from benchmarks.common import record
+from proactive_rewards import get_reward, prs_score
 
 
 def make_trajectories(n: int, turns: int, seed: int = 0) -> list[dict]:
@@ -50,7 +45,7 @@ def main() -> None:
     parser.add_argument("--trajectories", type=int, default=1000)
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     args = parser.parse_args()
 
     data = make_trajectories(args.trajectories, args.turns)
@@ -66,7 +61,8 @@ def main() -> None:
         f"{args.repeats}); end-to-end TRL count reward incl. parsing: {n / trl_s:,.0f} trajectories/s "
         f"({trl_s:.3f} s, {trl_s / prs_s:.2f}x the PRS-B time)"
     )
-    record("rewards: PRS-B throughput", line, dry=args.no_record)
+    values = {"prs_b_trajectories_per_s": round(n / prs_s), "trl_count_reward_over_prs_b": round(trl_s / prs_s, 2)}
+    record("rewards: PRS-B throughput", line, dry=args.no_record, values=values)
 
 
 if __name__ == "__main__":

@@ -18,23 +18,20 @@ prefix, G = 8 rollouts, at most 4 tokens per turn, sampling at T = 1 (docs/spec.
 
 The result line ends with a cProfile breakdown of one streaming rollout (where the time goes).
 
-    .venv/bin/python benchmarks/rollout.py [--windows 6] [--generations 8] [--quick] [--no-record]
+    .venv/bin/python -m benchmarks.rollout [--windows 6] [--generations 8] [--quick] [--no-record]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import inspect
 import pstats
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import record  # noqa: E402
+from benchmarks.common import record
 
 SECTION = "Rollout"
 GOAL = 1.30
@@ -42,10 +39,24 @@ GOAL = 1.30
 BREAKDOWN = {
     "model.eval()/train() around every forward": ("modeling_utils.py", "eval"),
     "processor call (one per window)": ("processing_utils.py", "__call__"),
-    "vision encoder (one call per window)": ("session.py", "_encode"),
-    "language-model calls": ("session.py", "_forward"),
     "token choice (sampling)": ("sampling.py", "choose_tokens"),
 }
+
+
+def model_rows(model) -> dict[str, tuple[str, str, int]]:
+    """The breakdown rows of `model`'s own calls (file, function, first line): its vision encoder
+    (`get_image_features`) and its language model's `forward`, named by the model's public API."""
+    from proactive_rl.streaming import find_vl_core
+
+    core = find_vl_core(model)
+    rows = {}
+    for label, fn in (
+        ("vision encoder (one call per window)", type(core).get_image_features),
+        ("language-model calls", type(core.language_model).forward),
+    ):
+        code = inspect.unwrap(fn).__code__
+        rows[label] = (code.co_filename, code.co_name, code.co_firstlineno)
+    return rows
 
 
 def setup(n_windows: int, seed: int = 0):
@@ -80,7 +91,7 @@ def proactive(model, processor):
     """A copy of `model` with a proactive head (silent at most frames; see `proactive_stand_in`)."""
     import copy
 
-    from stand_in import proactive_stand_in
+    from tests.support.stand_in import proactive_stand_in
 
     return proactive_stand_in(copy.deepcopy(model), processor)
 
@@ -151,8 +162,8 @@ def _clock(fn, *args) -> float:
     return time.perf_counter() - start
 
 
-def breakdown(fn) -> str:
-    """Share of `fn`'s time spent in each `BREAKDOWN` entry (cProfile cumulative times)."""
+def breakdown(fn, rows: dict) -> str:
+    """Share of `fn`'s time spent in each `BREAKDOWN` entry and each of `rows` (cProfile cumulative times)."""
     profiler = cProfile.Profile()
     profiler.enable()
     fn()
@@ -160,7 +171,7 @@ def breakdown(fn) -> str:
     stats = pstats.Stats(profiler).stats
     total = max(ct for (_, _, _), (_, _, _, ct, _) in stats.items())
     parts = []
-    for label, (file, func, *line) in BREAKDOWN.items():
+    for label, (file, func, *line) in {**BREAKDOWN, **rows}.items():
         ct = sum(
             v[3]
             for (f, ln, name), v in stats.items()
@@ -177,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=2, help="timed passes over the windows (after one warm-up)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: the CPU is shared)")
     parser.add_argument("--quick", action="store_true", help="make bench sizes")
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     args = parser.parse_args(argv)
     if args.quick:
         args.windows, args.rounds = min(args.windows, 3), 1
@@ -222,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
     steps = sum(len(g[0].times) for g in groups) / len(groups)
     ratio = ms["stream"] / ms["generate"]
     w, f = windows[0]
-    profile = breakdown(lambda: streaming(model, processor, w, f, G, params(0)))
+    profile = breakdown(lambda: streaming(model, processor, w, f, G, params(0)), model_rows(model))
     if ratio <= GOAL:
         verdict = f"goal <= {GOAL:.2f}x met; where a streaming rollout spends its time (cProfile): {profile}"
     else:

@@ -1,11 +1,12 @@
-"""Run every benchmark (``make bench``): each script appends its result lines to `benchmarks/RESULTS.md`.
+"""Run every benchmark (``make bench``): each script appends its records to `benchmarks/results.jsonl`; RESULTS.md is
+then rewritten from it (`benchmarks.results`).
 
 Scripts run one after the other, each in its own process (a crash or a leak in one does not touch the next), at the
 sizes in `SCRIPTS`: ``--quick`` for the scripts that have it, so the whole run takes minutes on a 2-core CPU. A
 failing script is reported and the others still run; the exit code is 1 if any failed. Scripts in this folder that
 are not in `SCRIPTS` are run too when they accept ``--quick``, and listed otherwise.
 
-    .venv/bin/python benchmarks/run_all.py [--full] [--only rollout scoring ...] [--no-record] [--list]
+    .venv/bin/python -m benchmarks.run_all [--full] [--only rollout scoring ...] [--no-record] [--list]
 
 ``--full`` runs every script at its own default sizes (tens of minutes) and includes the slow ones (the SFT
 ablation trains two models). GPU scripts (`benchmarks/gpu/`) are not run here; see the README.
@@ -20,9 +21,11 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import results
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-NOT_BENCHMARKS = {"common", "run_all"}
+NOT_BENCHMARKS = {"__init__", "common", "results", "run_all"}
 
 #: script name -> (arguments for `make bench`, run by default). Order: cheapest first.
 SCRIPTS: dict[str, tuple[list[str], bool]] = {
@@ -73,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="every script at its default sizes, slow ones included")
     parser.add_argument("--only", nargs="+", help="run only these scripts (names without .py)")
-    parser.add_argument("--no-record", action="store_true", help="pass --no-record: print, do not append")
+    parser.add_argument(
+        "--no-record", action="store_true", help="pass --no-record: print, do not append to results.jsonl"
+    )
     parser.add_argument("--list", action="store_true", help="print what would run, and exit")
     args = parser.parse_args(argv)
 
@@ -84,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = [(n, a + ["--no-record"]) for n, a in runs if _accepts(HERE / f"{n}.py", "--no-record")]
     if args.list:
         for name, extra in runs:
-            print(f"benchmarks/{name}.py {' '.join(extra)}".rstrip())
+            print(f"python -m benchmarks.{name} {' '.join(extra)}".rstrip())
         for s in skipped:
             print(f"skipped: {s}")
         return 0
@@ -92,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false"}
     summary, failed = [], []
     for name, extra in runs:
-        command = [sys.executable, f"benchmarks/{name}.py", *extra]
-        print(f"\n=== {' '.join(command[1:])}", flush=True)
+        command = [sys.executable, "-m", f"benchmarks.{name}", *extra]
+        print(f"\n=== python {' '.join(command[1:])}", flush=True)
         start = time.perf_counter()
         code = subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
         seconds = time.perf_counter() - start
@@ -104,7 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(summary))
     for s in skipped:
         print(f"skipped: {s}")
-    print(f"results appended to {HERE / 'RESULTS.md'}" if not args.no_record else "nothing recorded (--no-record)")
+    if args.no_record:
+        print("nothing recorded (--no-record)")
+    else:
+        results.main()  # RESULTS.md: the latest record of each benchmark
     return 1 if failed else 0
 
 

@@ -4,11 +4,11 @@
    count episodes with random predictions, and the raw `proactive_rewards.prs_score(mode="B")` loop it is built on.
 2. PAUC (docs/spec.md §5) with the rule judge (token-F1): `score_pauc` with a `RuleJudge` (every cumulative prediction goes
    through the judge prompt and back) and with `pauc_judge_fn(RuleJudge)` (``score_pair`` directly).
-3. `OpenAIJudge` against the local fake server (`tests/eval/fake_openai.py`, run in a subprocess so that it does not
+3. `OpenAIJudge` against the local fake server (`tests/support/fake_openai.py`, run in a subprocess so that it does not
    share the client's GIL) at concurrency 1, 8, 32: cache off, cache on and empty (every answer written to SQLite),
    cache on and full (a re-run), with an instant server and with a 50 ms server (what concurrency is for).
 
-    .venv/bin/python benchmarks/scoring.py [--episodes 10000] [--prompts 256] [--quick] [--no-record]
+    .venv/bin/python -m benchmarks.scoring [--episodes 10000] [--prompts 256] [--quick] [--no-record]
 """
 
 from __future__ import annotations
@@ -21,12 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import record  # noqa: E402
-
-from proactive_eval.episodes import Episode  # noqa: E402
-from proactive_rewards import Target  # noqa: E402
+from benchmarks.common import record
+from proactive_eval.episodes import Episode
+from proactive_rewards import Target
 
 SECTION = "Scoring"
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,11 +121,10 @@ def bench_pauc(n: int) -> dict:
 
 _SERVER = """
 import sys, time
-sys.path.insert(0, {tests!r})
 from http.server import ThreadingHTTPServer
 # the stdlib default listen backlog (5) refuses bursts of connections: c=32 would measure SYN retries
 ThreadingHTTPServer.request_queue_size = 128
-from fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
 latency = float(sys.argv[1])
 fault = (lambda prompt, attempt: "timeout") if latency > 0 else None
 with FakeOpenAI(answer=lambda messages: "3", fault=fault, sleep=latency) as server:
@@ -138,12 +134,15 @@ with FakeOpenAI(answer=lambda messages: "3", fault=fault, sleep=latency) as serv
 
 
 class FakeServer:
-    """`tests/eval/fake_openai.FakeOpenAI` in a child process; every answer is ``"3"`` after `latency` seconds."""
+    """`tests.support.fake_openai.FakeOpenAI` in a child process; every answer is ``"3"`` after `latency` seconds."""
 
     def __init__(self, latency: float = 0.0):
-        code = _SERVER.format(tests=str(ROOT / "tests" / "eval"))
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", _SERVER, str(latency)],
+            cwd=ROOT,  # `-c` imports from its cwd: tests.support
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         self.base_url = self.proc.stdout.readline().strip()
         if not self.base_url.startswith("http"):
@@ -192,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the slow fake server waits per call")
     parser.add_argument("--quick", action="store_true", help="make bench sizes: 10,000 episodes, 96 prompts")
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     args = parser.parse_args(argv)
     if args.quick:
         args.prompts = min(args.prompts, 96)

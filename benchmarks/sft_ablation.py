@@ -1,6 +1,6 @@
 """SFT ablation on the tiny recipe: untrained vs plain CE vs focal + balanced (docs/spec.md §3), on held-out synthetic episodes.
 
-    python benchmarks/sft_ablation.py [--steps N] [--episodes 10] [--config recipes/tiny/sft.yaml]
+    python -m benchmarks.sft_ablation [--steps N] [--episodes 10] [--config recipes/tiny/sft.yaml]
 
 Trains the tiny model twice with the same data, steps and seed — the recipe as is (γ = 2, balanced) and with
 ``--focal_gamma 0 --state_balance false`` (plain token-mean CE) — for the recipe's ``max_steps`` unless ``--steps``
@@ -31,7 +31,6 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 # The tasks of the tiny recipe, fresh generator seeds (the recipe trains on seeds 1-4).
 HELD_OUT = [("accident", 101), ("crime", 102), ("object", 103), ("compositional", 104)]
 
@@ -166,11 +165,11 @@ def main() -> None:
         )
     table = "\n".join(lines)
     print(table)
-    command = f"python benchmarks/sft_ablation.py --steps {args.steps} --episodes {args.episodes}"
+    command = f"python -m benchmarks.sft_ablation --steps {args.steps} --episodes {args.episodes}"
     command += f" --config {args.config}" if args.config != "recipes/tiny/sft.yaml" else ""
     command += " --no-free-running" if not free else ""
     if not args.no_record:
-        from common import record
+        from benchmarks.common import record
 
         def cell(r: dict) -> str:
             out = f"state acc {r['state_acc']:.3f}, recall {r['response_recall']:.3f}, PRS-B {r['prs_b']:.1f}"

@@ -9,24 +9,20 @@
 
 When a goal is missed the result line says by how much, and a torch.profiler summary of the slower side is printed.
 
-    .venv/bin/python benchmarks/sft_step.py [--steps 40] [--trainer-steps 20] [--batch 4] [--quick] [--no-record]
+    .venv/bin/python -m benchmarks.sft_step [--steps 40] [--trainer-steps 20] [--batch 4] [--quick] [--no-record]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import record  # noqa: E402
+from benchmarks.common import record
 
 SECTION = "SFT step"
 LOSS_GOAL = 0.03
@@ -251,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: the CPU is shared)")
     parser.add_argument("--quick", action="store_true", help="make bench sizes")
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.trainer_steps, args.rounds = min(args.steps, 16), min(args.trainer_steps, 10), 1

@@ -3,7 +3,7 @@
 For T frames, a tiny Qwen-VL model watches a recorded stream through `HFStreamingPolicy` under
 `proactive_eval.streaming.run_episode` (one user turn with one frame per step, one greedy assistant turn of at most
 `--new-tokens` tokens after each). A random model never says ``</Silence>``; the model here has a proactive head
-(`benchmarks/stand_in.py: proactive_stand_in`, fit to this stream's all-silent dialogue, with ``--respond``
+(`tests/support/stand_in.py: proactive_stand_in`, fit to this stream's all-silent dialogue, with ``--respond``
 of its turn starts moved to ``</Response>``): silent at most frames, as a trained proactive model is, and
 responding at some (a response runs to the token cap). Costs:
 
@@ -34,33 +34,29 @@ GRPO step (``--grpo``): one streaming GRPO step (4 windows x G = 8 rollouts of t
 proactive stand-in policy, learning rate 0 so every repetition rolls out the same policy) with rollouts one group
 after another (``rollout_batch_size: 1``) and batched (``8``), interleaved repetitions, medians. Goal >= 2x.
 
-    python benchmarks/streaming.py --frames 16 64 256
-    python benchmarks/streaming.py --frames 16 64 256 --episodes 32 --skip-single --grpo
+    python -m benchmarks.streaming --frames 16 64 256
+    python -m benchmarks.streaming --frames 16 64 256 --episodes 32 --skip-single --grpo
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import record  # noqa: E402
-from stand_in import proactive_stand_in  # noqa: E402
-
-from proactive_eval.episodes import Episode  # noqa: E402
-from proactive_eval.streaming import run_episode  # noqa: E402
-from proactive_rl.chat import build_messages, encode_dialogue, generation_prompt_ids  # noqa: E402
-from proactive_rl.evaluation.policy import BATCHED_LOOKAHEAD  # noqa: E402
-from proactive_rl.models import build_tiny  # noqa: E402
-from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, StreamingSession  # noqa: E402
-from proactive_rl.streaming.batch import Batcher  # noqa: E402
-from proactive_rl.streaming.rope import mm_token_types  # noqa: E402
+from benchmarks.common import record
+from proactive_eval.episodes import Episode
+from proactive_eval.streaming import run_episode
+from proactive_rl.chat import build_messages, encode_dialogue, generation_prompt_ids
+from proactive_rl.evaluation.policy import BATCHED_LOOKAHEAD
+from proactive_rl.models import build_tiny
+from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, find_vl_core
+from proactive_rl.streaming.batch import Batcher
+from proactive_rl.streaming.rope import mm_token_types
+from tests.support.stand_in import proactive_stand_in
 
 INSTRUCTION = "Count the red circles. Answer with the count."
 GOAL_FULL, GOAL_NAIVE = 1.2, 100.0
@@ -77,30 +73,40 @@ ENGINE = "all on (K=16)"
 
 
 class PhaseTimer:
-    """Wall time and call counts of the session's language-model (`_forward`) and vision (`_encode`) calls."""
+    """Wall time and call counts of the model's language-model forwards (forward hooks on its decoder) and vision
+    encodings (its `get_image_features`, wrapped on the instance), the two calls the session makes of it."""
 
-    def __init__(self):
-        self.seconds = {"_forward": 0.0, "_encode": 0.0}
-        self.calls = {"_forward": 0, "_encode": 0}
+    def __init__(self, model):
+        self.core = find_vl_core(model)
+        self.seconds = {"language": 0.0, "vision": 0.0}
+        self.calls = {"language": 0, "vision": 0}
+
+    def _add(self, phase: str, start: float) -> None:
+        self.seconds[phase] += time.perf_counter() - start
+        self.calls[phase] += 1
 
     def __enter__(self):
-        self.saved = {name: getattr(StreamingSession, name) for name in self.seconds}
-        for name, method in self.saved.items():
+        encode, starts = self.core.get_image_features, []
 
-            def timed(session, *args, _name=name, _method=method, **kwargs):
-                start = time.perf_counter()
-                try:
-                    return _method(session, *args, **kwargs)
-                finally:
-                    self.seconds[_name] += time.perf_counter() - start
-                    self.calls[_name] += 1
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return encode(*args, **kwargs)
+            finally:
+                self._add("vision", start)
 
-            setattr(StreamingSession, name, timed)
+        self.core.get_image_features = timed
+        decoder = self.core.language_model
+        self.hooks = [
+            decoder.register_forward_pre_hook(lambda *_: starts.append(time.perf_counter())),
+            decoder.register_forward_hook(lambda *_: self._add("language", starts.pop())),
+        ]
         return self
 
     def __exit__(self, *exc):
-        for name, method in self.saved.items():
-            setattr(StreamingSession, name, method)
+        del self.core.get_image_features  # the class's method again
+        for hook in self.hooks:
+            hook.remove()
 
 
 def stream(frames: list[np.ndarray]) -> tuple[Episode, list[tuple[float, np.ndarray]]]:
@@ -368,7 +374,7 @@ def main():
     parser.add_argument("--naive-samples", type=int, default=8, help="turns timed to estimate naive above it")
     # one thread: the benchmark machines are shared, and oversubscribed intra-op threads make timings erratic
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch's default)")
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     parser.add_argument("--episodes", type=int, default=0, help="N: also benchmark batched evaluation of N streams")
     parser.add_argument("--batch-size", type=int, default=0, help="episodes in lockstep (default: N)")
     parser.add_argument("--limit-tokens", type=int, default=65536, help="padded tokens per full forward of the limit")
@@ -396,7 +402,7 @@ def main():
         for name, switches in CONFIGS.items():
             best = None
             for _ in range(2 if T <= 64 else 1):  # cheap enough to repeat: keep the less disturbed run
-                with PhaseTimer() as phases:
+                with PhaseTimer(model) as phases:
                     seconds, ids, session = run_engine(model, processor, frames, args.new_tokens, **switches)
                 if best is None or seconds < best[0]:
                     best = (seconds, ids, session, phases)
@@ -421,19 +427,25 @@ def main():
         parts = []
         for name, (seconds, *_, ph) in runs.items():
             parts.append(
-                f"{name} {seconds:.2f}s = {seconds / full:.2f}x ({ph.calls['_forward']} LM + {ph.calls['_encode']} "
+                f"{name} {seconds:.2f}s = {seconds / full:.2f}x ({ph.calls['language']} LM + {ph.calls['vision']} "
                 f"vision calls)"
             )
-        lm_s, vis_s = phases.seconds["_forward"], phases.seconds["_encode"]
+        lm_s, vis_s = phases.seconds["language"], phases.seconds["vision"]
         line = (
             f"{args.arch}-{args.size}, T={T} frames, {len(ids)} tokens, {responding} of {T} turns respond (proactive "
             f"stand-in, --respond {args.respond}, cap {args.new_tokens} tokens): engine {engine:.2f}s = {ratio:.2f}x one "
             f"full forward ({full:.2f}s), {goal}; naive re-prefill {naive:.1f}s ({kind}) = {naive / engine:.1f}x the "
             f"engine{naive_goal}. Per configuration (same tokens in all): {'; '.join(parts)}. Engine split: language "
-            f"model {lm_s:.2f}s, vision {vis_s:.2f}s, rest (tokenising, image processing, checking drafts) "
+            f"model (decoder) {lm_s:.2f}s, vision {vis_s:.2f}s, rest (tokenising, image processing, embedding and head, checking "
+            f"drafts) "
             f"{engine - lm_s - vis_s:.2f}s; {session.n_drafts_kept} of {session.n_drafts} drafted frames kept"
         )
-        record("streaming engine (docs/spec.md §9)", line, dry=args.no_record)
+        values = {
+            "frames": T,
+            "engine_over_full_forward": round(ratio, 3),
+            "naive_over_engine": round(naive / engine, 1),
+        }
+        record("streaming engine (docs/spec.md §9)", line, dry=args.no_record, values=values)
 
 
 if __name__ == "__main__":

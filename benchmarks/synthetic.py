@@ -6,27 +6,24 @@
    per frame, with the PSNR floor and mean of the round trip (acceptance 3).
 4. MCQA environments: 100 per kind (4 kinds), images included.
 
-    .venv/bin/python benchmarks/synthetic.py [--repeats 3]
+    .venv/bin/python -m benchmarks.synthetic [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import record  # noqa: E402
-
-from proactive_eval.episodes import TASKS, Episode  # noqa: E402
-from proactive_eval.video import iter_frames, write_video  # noqa: E402
-from proactive_rl.synthetic import generate_episodes, make_environments, render_frames  # noqa: E402
-from proactive_rl.synthetic.environments import KINDS  # noqa: E402
+from benchmarks.common import record
+from proactive_eval.episodes import TASKS, Episode
+from proactive_eval.video import iter_frames, write_video
+from proactive_rl.synthetic import generate_episodes, make_environments, render_frames
+from proactive_rl.synthetic.environments import KINDS
 
 SECTION = "Synthetic world"
 

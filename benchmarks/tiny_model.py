@@ -5,7 +5,7 @@ an 8-frame state-token dialogue, as a fraction of the one-second budget the issu
 cost that every SFT step and rollout pays: `proactive_rl.chat.encode_dialogue` vs the processor's own
 full path (`apply_chat_template` + `processor(...)`) on a 60-frame episode, as a ratio.
 
-    .venv/bin/python benchmarks/tiny_model.py [--steps 20] [--threads 1]
+    .venv/bin/python -m benchmarks.tiny_model [--steps 20] [--threads 1]
 
 One torch thread by default: on a shared CPU, several OpenMP threads spin against other processes and
 tiny kernels get many times slower (measured: 2 threads under load ~0.4 s/step vs ~0.05 s with 1).
@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import record  # noqa: E402
-
-from proactive_eval.episodes import Episode  # noqa: E402
-from proactive_rewards import Target  # noqa: E402
-from proactive_rl import chat  # noqa: E402
-from proactive_rl.models import build_tiny  # noqa: E402
+from benchmarks.common import record
+from proactive_eval.episodes import Episode
+from proactive_rewards import Target
+from proactive_rl import chat
+from proactive_rl.models import build_tiny
 
 
 def _episode(n_frames: int):

@@ -1,39 +1,66 @@
 """The benchmarks measure what they say: each fast path gives the slow path's outputs.
 
-No timing is asserted anywhere; the scripts are called as functions with tiny sizes and never write RESULTS.md.
+No timing is asserted anywhere; the scripts are called as functions with tiny sizes and never write results.jsonl.
+RESULTS.md is what `benchmarks.results` writes from results.jsonl.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
+import json
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from benchmarks import common, results
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCH))
 
 
-def load(name: str, path: Path | None = None):
-    """Import `benchmarks/<name>.py` under a private module name (the folder is not a package)."""
-    path = path or BENCH / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def load(name: str):
+    """The module `benchmarks.<name>` (the scripts run as ``python -m benchmarks.<name>``)."""
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 @pytest.fixture(autouse=True)
-def no_results_file(monkeypatch):
-    """A benchmark function that tried to record would fail the test instead of touching RESULTS.md."""
-    import common
+def no_results_file(monkeypatch, tmp_path):
+    """A benchmark function that recorded would write a file of its own test, which must stay absent."""
+    records = tmp_path / "no_results.jsonl"
+    monkeypatch.setattr(common, "RESULTS", records)
+    yield
+    assert not records.exists(), "a test must not append to results.jsonl"
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("a test must not append to RESULTS.md")
 
-    monkeypatch.setattr(common, "record", refuse)
+# ------------------------------------------------------------------------------------------------- results
+def test_results_md_is_what_the_generator_writes_from_results_jsonl():
+    """RESULTS.md is generated: rerun ``python -m benchmarks.results`` after editing results.jsonl."""
+    assert results.TABLE.read_text() == results.render(results.load(BENCH / "results.jsonl"))
+
+
+def test_every_recorded_benchmark_is_a_script_here():
+    """Each seeded or appended record names a command that runs a benchmark of this folder."""
+    for r in results.load(BENCH / "results.jsonl"):
+        script = r["command"].split("benchmarks", 1)[1].split()[0].lstrip("/.").removesuffix(".py")
+        assert (BENCH / f"{script.replace('.', '/')}.py").exists(), r["command"]
+        assert r["commit"] and r["machine"] and r["date"], r["benchmark"]
+
+
+def test_record_appends_json_and_the_table_keeps_the_latest_per_benchmark(tmp_path, monkeypatch):
+    path = tmp_path / "results.jsonl"
+    monkeypatch.setattr(common, "RESULTS", path)
+    common.record("a", "first", command="python -m benchmarks.a", values={"ratio": 2.0})
+    common.record("b", "only b | piped", command="python -m benchmarks.b")
+    assert common.record("a", "dry", dry=True)["result"] == "dry"  # --no-record: printed, not written
+    common.record("a", "second", command="python -m benchmarks.a --quick")
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["result"] for line in lines] == ["first", "only b | piped", "second"]
+    assert json.loads(lines[0])["values"] == {"ratio": 2.0} and json.loads(lines[0])["commit"]
+    table = results.render(results.load(path)).split("|---|---|---|---|---|---|\n")[1].splitlines()
+    assert len(table) == 2
+    assert table[0].startswith("| a | second | ") and table[0].endswith(" | `python -m benchmarks.a --quick` |")
+    assert table[1].startswith("| b | only b \\| piped | ")
 
 
 # --------------------------------------------------------------------------------------------------- scoring
@@ -269,7 +296,7 @@ def test_run_all_plan():
 def test_gpu_script_dry_run(tmp_path, monkeypatch):
     """The 3B script's CPU-side preparation and measurement code run (tiny model, CPU); the 3B config builds."""
     monkeypatch.setenv("OUT", str(tmp_path))
-    gpu = load("qwen2_5_vl_3b", BENCH / "gpu" / "qwen2_5_vl_3b.py")
+    gpu = load("gpu.qwen2_5_vl_3b")
     result = gpu.main(["--dry-run"])
     assert 3.7e9 < result["params_3b_config"]["total"] < 3.8e9  # Qwen2.5-VL-3B: 3.75 B parameters
     assert result["sft"]["tokens_per_s"] > 0 and result["stream"]["frames"] == 3

@@ -1,5 +1,5 @@
 """A streaming task added through the task table, no library file edited (docs/architecture.md "A new streaming
-task"): the user module `tests/toy_task.py` defines it, a recipe names it by import path, and its episodes load,
+task"): the user module `tests/support/toy_task.py` defines it, a recipe names it by import path, and its episodes load,
 are scored by PRS with its content rule, roll out in streaming GRPO for one step and are evaluated by the callback.
 
 References are independent of the code under test: token-F1 of "alarm" against "smoke alarm" is 2/3 by hand
@@ -24,7 +24,7 @@ from proactive_rl.grpo.streaming.windows import build_windows
 from proactive_rl.synthetic import generate_episodes
 
 ROOT = Path(__file__).resolve().parents[1]
-TOY = "toy_task:TOY"  # tests/ is on sys.path: the user's module, named as a recipe names it
+TOY = "tests.support.toy_task:TOY"  # the user's module, named by import path as a recipe names it
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ and two measurements run:
 Prints one JSON object (and writes it to ``$OUT/qwen2_5_vl_3b.json`` when ``$OUT`` is set). ``--dry-run`` runs the
 same code on the CPU with the tiny model and tiny sizes (a test does this)::
 
-    python benchmarks/gpu/qwen2_5_vl_3b.py [--model PATH] [--batch 2] [--seconds 60] [--frames 128] [--dry-run]
+    python -m benchmarks.gpu.qwen2_5_vl_3b [--model PATH] [--batch 2] [--seconds 60] [--frames 128] [--dry-run]
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -256,10 +255,9 @@ def bench_stream(model, processor, chunks, device, turn_tokens: int, respond: fl
     ratio on the recorded stream (frame by frame, K = 1, K = 16 with one vision call per block), for the model with
     a proactive head (`proactive_stand_in`, fit to the stream's all-silent dialogue, ``respond`` of its turn starts
     answered)."""
-    from stand_in import proactive_stand_in  # benchmarks/stand_in.py (main puts benchmarks/ on sys.path)
-
     from proactive_rl.streaming import SamplingParams, StreamingSession
     from proactive_rl.streaming.speculation import Lookahead, silent_draft
+    from tests.support.stand_in import proactive_stand_in
 
     model.eval()
     draft = silent_draft(processor)
@@ -443,8 +441,6 @@ def main(argv: list[str] | None = None) -> dict:
     started = time.perf_counter()
 
     # 1. everything that needs no GPU
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # stand_in.py
     processor = prepare_processor(args.model, args.frame_side)
     config = None if args.model else config_3b(processor, tiny=args.dry_run)
     batch = prepare_batch(processor, args.batch, args.seconds)

@@ -4,7 +4,6 @@ import asyncio
 import re
 
 import pytest
-from fake_openai import FakeOpenAI  # tests/eval is on sys.path (rootdir-relative imports)
 
 from proactive_eval.judges import (
     OEG_SYSTEM_PROMPT,
@@ -20,6 +19,7 @@ from proactive_eval.judges import (
     split_pauc_prompt,
     token_f1,
 )
+from tests.support.fake_openai import FakeOpenAI
 
 FAST = dict(timeout=5.0, backoff=0.001, max_backoff=0.01)  # only scheduled faults time out
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_openai import FakeOpenAI  # tests/eval is on sys.path (rootdir-relative imports)
-from media import cut, write_head_indexed_video, write_png
 
 from proactive_eval import cli
 from proactive_eval.environments import load_environments, run_environment
 from proactive_eval.streaming import ScriptedPolicy
 from proactive_eval.video import write_video
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.media import cut, write_head_indexed_video, write_png
 
 FRAMES = [np.full((16, 16, 3), 40 * k, np.uint8) for k in range(6)]
 

@@ -27,7 +27,7 @@ def write(path, n):
 def test_ovo_official_protocol_clips_to_each_probe(tmp_path):
     """The fake model answers the number of frames it was sent: REC counts equal to the probe times score 100
     only if every clip is [0, realtime) at 1 frame per second."""
-    from fake_openai import FakeOpenAI  # tests/eval is on sys.path
+    from tests.support.fake_openai import FakeOpenAI
 
     write(tmp_path / "src" / "v.mp4", 8)
     records = [
@@ -55,7 +55,7 @@ def test_ovo_official_protocol_clips_to_each_probe(tmp_path):
 
 def test_streamingbench_official_polling(tmp_path):
     """Polls every second from time_stamp + 1; the question is asked on the same clip after the first yes."""
-    from fake_openai import FakeOpenAI
+    from tests.support.fake_openai import FakeOpenAI
 
     write(tmp_path / "videos" / "sample_1_proactive.mp4", 20)
     q = {"task_type": "Proactive Output", "question": 'When ready, output "go".', "time_stamp": "00:00:03",

@@ -155,8 +155,8 @@ def test_killed_process_resumes_to_the_same_file(tmp_path):
     run_streaming(ScriptedPolicy(script), episodes, reference, frame_source=unit_frames, progress=False)
 
     path = tmp_path / "killed.jsonl"
-    code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import test_streaming_loop as t; t.run_for_subprocess({str(path)!r}, 3)"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    code = f"import test_streaming_loop as t; t.run_for_subprocess({str(path)!r}, 3)"  # `-c` imports from its cwd
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         for _ in range(1200):  # up to ~60 s on a loaded machine; usually about one second
             if path.exists() and len(path.read_text().splitlines()) == 3 or proc.poll() is not None:
@@ -176,10 +176,10 @@ def test_openai_policy_against_the_fake_server(tmp_path):
     import base64
     import io
 
-    from fake_openai import FakeOpenAI  # tests/eval is on sys.path (rootdir-relative imports)
     from PIL import Image
 
     from proactive_eval.openai_policy import OpenAIChatPolicy
+    from tests.support.fake_openai import FakeOpenAI
 
     def answer(messages):
         images = [

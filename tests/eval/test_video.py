@@ -179,7 +179,7 @@ def test_importing_the_module_does_not_import_av_or_pil():
 
 def test_a_cut_video_that_still_opens_is_reported_truncated(tmp_path):
     """A head-indexed mp4 cut in half opens and decodes its first frames, then stops: not a silent short episode."""
-    from media import cut, write_head_indexed_video
+    from tests.support.media import cut, write_head_indexed_video
 
     path = cut(write_head_indexed_video(tmp_path / "cut.mp4", 20))
     with pytest.raises(VideoError, match=r"cut.mp4: truncated video \(frames stop at .* lasts 20.00 s\)"):

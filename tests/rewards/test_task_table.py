@@ -55,5 +55,5 @@ def test_load_tasks_errors_name_the_recipe_key_and_path():
     ):
         load_tasks(["proactive_rewards:get_task"], "eval_callback.register_tasks")
     with pytest.raises(ValueError, match="register_tasks: expected a list of import paths"):
-        load_tasks("toy_task:TOY")
+        load_tasks("tests.support.toy_task:TOY")
     assert load_tasks(None) == [] and load_tasks(["proactive_rewards.task_table"]) == []  # already imported

@@ -9,18 +9,13 @@ differ only in summation order).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from proactive_rl.models import build_tiny
 from proactive_rl.streaming import SamplingParams, StreamingSession, silent_draft
 from proactive_rl.streaming.batch import Batcher
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # stand_in.py
-from stand_in import ground_truth_dialogues, proactive_stand_in  # noqa: E402
+from tests.support.stand_in import ground_truth_dialogues, proactive_stand_in
 
 ARCHS = ("qwen2_5_vl", "qwen3_vl")
 TOL = 1e-5

@@ -11,23 +11,20 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # tests/eval/fake_openai.py
-from fake_openai import FakeOpenAI  # noqa: E402
-
-from proactive_rl.evaluation import (  # noqa: E402
+from proactive_rl.evaluation import (
     EvalCallbackConfig,
     EvaluationFailed,
     build_evaluators,
     evaluate_model,
 )
-from proactive_rl.evaluation.backends import scalars  # noqa: E402
+from proactive_rl.evaluation.backends import scalars
+from tests.support.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORT = {"duration": [10, 10]}

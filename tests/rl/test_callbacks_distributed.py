@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from launching import launch
+
+from tests.support.launching import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

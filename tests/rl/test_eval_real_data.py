@@ -13,22 +13,19 @@ the predictions file the run wrote (4 episodes), and the synthetic oracle, which
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # tests/eval: fake_openai, media
-from fake_openai import FakeOpenAI  # noqa: E402
-from media import cut, write_head_indexed_video  # noqa: E402
-
-from proactive_eval.episodes import load_episodes  # noqa: E402
-from proactive_eval.metrics import score_prs  # noqa: E402
-from proactive_eval.predictions import load_predictions  # noqa: E402
-from proactive_eval.streaming import ScriptedPolicy  # noqa: E402
-from proactive_eval.video import write_video  # noqa: E402
-from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model  # noqa: E402
-from proactive_rl.synthetic import generate_episodes, render_frames  # noqa: E402
+from proactive_eval.episodes import load_episodes
+from proactive_eval.metrics import score_prs
+from proactive_eval.predictions import load_predictions
+from proactive_eval.streaming import ScriptedPolicy
+from proactive_eval.video import write_video
+from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model
+from proactive_rl.synthetic import generate_episodes, render_frames
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.media import cut, write_head_indexed_video
 
 PLAYABLE = ["ep0", "ep1", "ep2", "ep3"]
 

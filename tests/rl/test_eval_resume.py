@@ -21,10 +21,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_oeg_evaluator import _judge_answer, _records
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # tests/eval/fake_openai.py
-from fake_openai import FakeOpenAI, _user_text  # noqa: E402
-from test_oeg_evaluator import _judge_answer, _records  # noqa: E402
+from tests.support.fake_openai import FakeOpenAI, _user_text
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from launching import launch
+
+from tests.support.launching import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from launching import launch
 from safetensors.torch import load_file
 from test_grpo_resume import TIMING, TOL, same_logs
+
+from tests.support.launching import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,8 +31,7 @@ from proactive_rl.evaluation.shutdown import exit_launched
 
 kind, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 if kind == "streaming":
-    sys.path.insert(0, "benchmarks")  # stand_in.py (the launch runs in the repository root)
-    from stand_in import proactive_stand_in
+    from tests.support.stand_in import proactive_stand_in
     from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
     from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
     from proactive_rl.grpo.streaming.windows import build_windows

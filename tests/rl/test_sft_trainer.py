@@ -4,7 +4,6 @@ import inspect
 
 import pytest
 import torch
-from sft_fixtures import tiny, toy_examples
 from transformers import Trainer, TrainerCallback
 
 from proactive_rl.data import EpisodeCollator, PreparedData, as_hf_dataset
@@ -13,6 +12,7 @@ from proactive_rl.sft.config import ProactiveSFTConfig
 from proactive_rl.sft.main import state_token_ids
 from proactive_rl.sft.trainer import ProactiveSFTTrainer
 from proactive_rl.training import freeze_vision_tower
+from tests.support.sft_fixtures import tiny, toy_examples
 
 
 class GradCatcher(TrainerCallback):
@@ -164,19 +164,72 @@ def test_resume_equivalence(tmp_path, toy):
         assert torch.allclose(pa, pb, atol=1e-6, rtol=0), name
 
 
-def test_trainer_internals_still_there():
-    """Fails loudly when transformers changes what ProactiveSFTTrainer overrides (pinned: transformers 5.25.0)."""
+class _Line(torch.nn.Module):
+    """The smallest model a Trainer trains: ``loss = mean((w x - labels)^2)``."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Linear(2, 1)
+
+    def forward(self, x, labels):
+        return {"loss": ((self.w(x).squeeze(-1) - labels) ** 2).mean()}
+
+
+def _recording_trainer(tmp_path, scaled: bool, calls: list) -> Trainer:
+    """A plain `Trainer` (2 accumulation steps, a save every step) that logs how its loop calls what
+    ProactiveSFTTrainer overrides, and returns each micro-batch's loss as `training_step` reports it."""
+    from transformers import TrainingArguments
+
+    class Recording(Trainer):
+        loss_is_scaled_for_ga = scaled
+
+        def get_batch_samples(self, epoch_iterator, num_batches, device):
+            batches, n_items = super().get_batch_samples(epoch_iterator, num_batches, device)
+            calls.append(("get_batch_samples", num_batches, len(batches)))
+            return batches, n_items
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            loss = super().training_step(model, inputs, num_items_in_batch)
+            with torch.no_grad():
+                calls.append(("training_step", loss.item(), model(**inputs)["loss"].item()))
+            return loss
+
+        def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+            calls.append(("load", resume_from_checkpoint))
+            super()._load_from_checkpoint(resume_from_checkpoint, model)
+
+    args = TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=1, gradient_accumulation_steps=2, max_steps=2,
+        learning_rate=0.0, save_strategy="steps", save_steps=1, report_to="none", use_cpu=True, disable_tqdm=True,
+    )  # fmt: skip
+    data = [{"x": torch.tensor([1.0, float(i)]), "labels": torch.tensor(float(i))} for i in range(4)]
+    return Recording(model=_Line(), args=args, train_dataset=data)
+
+
+def test_trainer_loop_calls_what_the_sft_trainer_overrides(tmp_path):
+    """Fails loudly when transformers changes what ProactiveSFTTrainer overrides (pinned: transformers 5.25.0): the
+    loop asks `get_batch_samples` for one optimizer step's micro-batches, `loss_is_scaled_for_ga = True` stops
+    `training_step` dividing the loss by the accumulation steps, and resuming goes through `_load_from_checkpoint`."""
     sig = inspect.signature(Trainer.get_batch_samples)
     assert list(sig.parameters) == ["self", "epoch_iterator", "num_batches", "device"], sig
-    import transformers.trainer
-
-    loop = inspect.getsource(transformers.trainer)  # the training loop is split over several methods
-    assert "self.get_batch_samples(epoch_iterator, num_batches" in loop
-    assert "self.training_step(model, inputs, num_items_in_batch)" in loop
-    step = inspect.getsource(Trainer.training_step)
-    assert "loss_is_scaled_for_ga" in step and "scale_wrt_gas" in step
-    assert hasattr(Trainer, "loss_is_scaled_for_ga")
     assert "num_items_in_batch" in inspect.signature(Trainer.compute_loss).parameters
+    assert list(inspect.signature(Trainer._load_from_checkpoint).parameters) == [
+        "self",
+        "resume_from_checkpoint",
+        "model",
+    ]
+    for scaled, divisor in ((True, 1), (False, 2)):
+        calls = []
+        _recording_trainer(tmp_path / str(scaled), scaled, calls).train()
+        assert [c for c in calls if c[0] == "get_batch_samples"] == [("get_batch_samples", 2, 2)] * 2
+        steps = [c for c in calls if c[0] == "training_step"]
+        assert len(steps) == 4
+        for _, reported, loss in steps:  # lr 0: the weights never move
+            assert reported == pytest.approx(loss / divisor)
+    calls = []
+    checkpoint = str(tmp_path / "True" / "checkpoint-1")
+    _recording_trainer(tmp_path / "True", True, calls).train(resume_from_checkpoint=checkpoint)
+    assert ("load", checkpoint) in calls and len([c for c in calls if c[0] == "training_step"]) == 2
 
 
 def test_freeze_vision_tower_keeps_merger_trainable():
@@ -199,15 +252,6 @@ def test_flash_attention_missing_is_a_clear_error():
         load_for_training(
             ModelConfig(model_name_or_path="tiny:qwen2_5_vl:xs", attn_implementation="flash_attention_2")
         )
-
-
-def test_checkpoint_loader_still_there():
-    """`_load_from_checkpoint` is overridden (transformers 5.25.0 loads Qwen-VL checkpoints with unmapped keys)."""
-    sig = inspect.signature(Trainer._load_from_checkpoint)
-    assert list(sig.parameters) == ["self", "resume_from_checkpoint", "model"], sig
-    import transformers.trainer
-
-    assert "self._load_from_checkpoint(resume_from_checkpoint" in inspect.getsource(transformers.trainer)
 
 
 def test_deepspeed_config_ref_still_there():

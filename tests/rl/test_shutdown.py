@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from launching import launch
 
 from proactive_rl.evaluation.shutdown import exit_launched
+from tests.support.launching import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

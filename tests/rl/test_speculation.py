@@ -9,9 +9,6 @@ at some, so drafts are both kept and rejected.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -22,9 +19,7 @@ from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, StreamingS
 from proactive_rl.streaming.rope import mm_token_types
 from proactive_rl.streaming.speculation import Lookahead, silent_draft
 from proactive_rl.synthetic import generate_episodes, render_frames
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from stand_in import proactive_stand_in  # noqa: E402  (benchmarks/stand_in.py)
+from tests.support.stand_in import proactive_stand_in
 
 ARCHS = ("qwen2_5_vl", "qwen3_vl")
 TOL = 1e-5

@@ -9,8 +9,8 @@ tokens, the responses' words, ``<|im_end|>``) by softmax regression on the model
 example dialogues (each position predicts the dialogue's next assistant token). The rest of the model, and every
 other row of the head, is unchanged, so the logits are still a function of every frame and token in context.
 
-A helper of the benchmarks and the tests (not of the library): ``from stand_in import proactive_stand_in`` with
-``benchmarks/`` on ``sys.path``.
+A helper of the benchmarks and the tests (not of the library): ``from tests.support.stand_in import
+proactive_stand_in``.
 """
 
 from __future__ import annotations
