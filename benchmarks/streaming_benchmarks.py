@@ -7,7 +7,7 @@ offline call on the clip ``[0, probe)``, every frame encoded again; (b) streamin
 forked at each probe. The two are interleaved (ABAB..., ``--repeats``), the median of each reported, and the answers
 of both compared (they must be equal: the streaming prefix is the offline prompt's). Goal: streaming >= 5x faster.
 
-    python benchmarks/streaming_benchmarks.py --videos 2 --duration 30 --probe-every 1 --out streaming_benchmarks.json
+    python -m benchmarks.streaming_benchmarks --videos 1 --duration 180 --probe-every 10 [--no-record]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.common import record
 from proactive_eval.formats.ovo_bench import load_ovo_bench
 from proactive_rl.evaluation.stream_bench import ClipPrompter, ovo_video_groups, run_ovo_group
 from proactive_rl.models import build_tiny
@@ -98,16 +99,21 @@ def main(argv=None) -> int:
     parser.add_argument("--side", type=int, default=224, help="video frame side in pixels (default: 224)")
     parser.add_argument("--patches", type=int, default=16, help="frame side in patches (default: 16, 64 tokens)")
     parser.add_argument("--new-tokens", type=int, default=4, help="longest answer (default: 4)")
-    parser.add_argument("--out", help="write the result as JSON here")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to results.jsonl")
     args = parser.parse_args(argv)
     result = run(
         args.videos, args.duration, args.probe_every, args.repeats, args.size, args.new_tokens, args.side, args.patches
     )
-    result["command"] = " ".join(["python", "benchmarks/streaming_benchmarks.py", *sys.argv[1:]])
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    speed = result["speed"]
+    line = (
+        f"{result['videos']} video(s) of {result['duration_s']} s, {result['probes']} forward probes, "
+        f"{result['vision_tokens_per_frame']} vision tokens per frame: official protocol {result['official_wall_s']:.1f} s "
+        f"vs streaming-native {result['streaming_wall_s']:.1f} s = {result['ratio']:.1f}x faster; same answers: "
+        f"{result['same_answers']}; frames/s {speed['official']['frames_per_s']:.2f} vs "
+        f"{speed['streaming']['frames_per_s']:.2f}"
+    )
+    values = {k: result[k] for k in ("official_wall_s", "streaming_wall_s", "ratio", "same_answers", "probes")}
+    record("OVO-Bench forward probes: streaming-native vs official protocol", line, dry=args.no_record, values=values)
     return 0 if result["same_answers"] else 1
 
 
