@@ -1,7 +1,8 @@
 """``python -m benchmarks.results``: write RESULTS.md, the latest result of each benchmark, from results.jsonl.
 
 `make bench` runs it after the benchmarks (`run_all`). RESULTS.md is generated: edit results.jsonl (or rerun a
-benchmark), never the table.
+benchmark), never the table. The README's performance table (between its `README_BEGIN` / `README_END` markers) is
+written here too, from the latest records of the `README_ROWS` benchmarks.
 """
 
 from __future__ import annotations
@@ -12,6 +13,19 @@ from pathlib import Path
 from benchmarks.common import RESULTS
 
 TABLE = RESULTS.with_name("RESULTS.md")
+README = RESULTS.parents[1] / "README.md"
+README_BEGIN = "<!-- performance: written by `python -m benchmarks.results` from benchmarks/results.jsonl -->"
+README_END = "<!-- end of performance -->"
+# The benchmarks the README quotes (a few rows; RESULTS.md has every one).
+README_ROWS = (
+    "streaming engine (docs/spec.md §9)",
+    "OVO-Bench forward probes: streaming-native vs official protocol",
+    "Rollout: streaming G=8 vs single-turn generation of the same tokens",
+    "SFT step: ProactiveSFTTrainer vs trl.SFTTrainer",
+    "SFT step: focal loss vs cross-entropy",
+    "Scoring: PRS over 10,000 episodes",
+    "rewards: PRS-B throughput",
+)
 HEADER = """\
 # Benchmark results
 
@@ -55,9 +69,27 @@ def render(records: list[dict]) -> str:
     return HEADER + "".join(row + "\n" for row in rows)
 
 
+def readme_block(records: list[dict]) -> str:
+    """The README's performance table: the latest record of each `README_ROWS` benchmark, between the markers."""
+    by_name = {r["benchmark"]: r for r in latest(records)}
+    rows = [f"| {_cell(name)} | {_cell(by_name[name]['result'])} |" for name in README_ROWS if name in by_name]
+    return "\n".join([README_BEGIN, "| benchmark | latest result |", "|---|---|", *rows, README_END])
+
+
+def with_readme_block(readme: str, records: list[dict]) -> str:
+    """`readme` with its performance block replaced by `readme_block` (unchanged when it has no markers)."""
+    if README_BEGIN not in readme or README_END not in readme:
+        return readme
+    head, rest = readme.split(README_BEGIN, 1)
+    return head + readme_block(records) + rest.split(README_END, 1)[1]
+
+
 def main() -> None:
-    TABLE.write_text(render(load()))
-    print(f"wrote {TABLE} ({len(latest(load()))} benchmarks)")
+    records = load()
+    TABLE.write_text(render(records))
+    if README.exists():
+        README.write_text(with_readme_block(README.read_text(), records))
+    print(f"wrote {TABLE} ({len(latest(records))} benchmarks) and the performance table of {README}")
 
 
 if __name__ == "__main__":

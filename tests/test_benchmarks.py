@@ -39,6 +39,16 @@ def test_results_md_is_what_the_generator_writes_from_results_jsonl():
     assert results.TABLE.read_text() == results.render(results.load(BENCH / "results.jsonl"))
 
 
+def test_readme_performance_table_is_what_the_generator_writes():
+    """The README quotes the latest records of `README_ROWS`, written by the same command (no pasted number)."""
+    records = results.load(BENCH / "results.jsonl")
+    readme = results.README.read_text()
+    assert results.README_BEGIN in readme and results.README_END in readme
+    assert readme == results.with_readme_block(readme, records)
+    names = {r["benchmark"] for r in records}
+    assert set(results.README_ROWS) <= names, set(results.README_ROWS) - names
+
+
 def test_every_recorded_benchmark_is_a_script_here():
     """Each seeded or appended record names a command that runs a benchmark of this folder."""
     for r in results.load(BENCH / "results.jsonl"):

@@ -17,7 +17,7 @@ weigh the same: a dialogue has a silence decision at almost every frame but one 
 few response words. With a plain mean over positions the words (what a count task says, e.g. "1") drift while the
 silence decisions hold; with silence and response decisions in one group, the one "speak now" frame of an accident
 episode weighs 1/40 of the decisions, and the suggestion stage taught the model to stay silent there (no warning in 6
-of 10 held-out accident episodes; three groups: benchmarks/RESULTS.md, "the suggestion stage keeps what it is
+of 10 held-out accident episodes; three groups: the study diary (git show ee8ae2d:benchmarks/RESULTS.md), "the suggestion stage keeps what it is
 given"). A group absent from the batch is left out of the mean.
 Distilling the starting model (rather than cross-entropy on the dialogues' targets) keeps its calibrated state-token
 decision as the earlier stages left it, without re-deriving the focal balancing of docs/spec.md §3.

@@ -25,7 +25,7 @@ SIZES = ("xs", "s")
 # vision tokens are its objects. With CLIP's statistics (what the real Qwen2.5-VL processor uses) a mostly-background
 # 64 px frame is a near-constant input: the patch vectors of every frame differ from their mean by 4 % of its norm,
 # the vision tokens by 7 %, and a model trained from scratch never learns to tell frames apart (it fits a timing
-# prior instead: benchmarks/RESULTS.md, "an assistant that sees"). Centred, they differ by about 3 times the mean.
+# prior instead: the study diary (git show ee8ae2d:benchmarks/RESULTS.md), "an assistant that sees"). Centred, they differ by about 3 times the mean.
 PIXEL_MEAN = [235 / 255] * 3
 PIXEL_STD = [0.25] * 3
 

@@ -4,7 +4,7 @@ A caption is read off the scene record at the frame's time, so it is exact: the 
 sorted by colour then shape), ``near`` for two objects whose centres are closer than twice the sum of their radii
 (the distance at which the accident task's warning falls due), and the tank's state (``tank empty`` /
 ``tank filling`` / ``tank full``). A grounding SFT stage on these dense targets teaches a model trained from scratch
-to read its frames before the proactive SFT, whose 1-3 responses per episode do not (benchmarks/RESULTS.md,
+to read its frames before the proactive SFT, whose 1-3 responses per episode do not (the study diary (git show ee8ae2d:benchmarks/RESULTS.md),
 "an assistant that sees")::
 
     >>> from proactive_rl.synthetic import generate_episodes
