@@ -58,9 +58,9 @@ from proactive_eval.streaming import run_episode  # noqa: E402
 from proactive_rl.chat import build_messages, encode_dialogue, generation_prompt_ids  # noqa: E402
 from proactive_rl.evaluation.policy import BATCHED_LOOKAHEAD  # noqa: E402
 from proactive_rl.models import build_tiny  # noqa: E402
+from proactive_rl.models.families import mm_token_types  # noqa: E402
 from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, StreamingSession  # noqa: E402
 from proactive_rl.streaming.batch import Batcher  # noqa: E402
-from proactive_rl.streaming.rope import mm_token_types  # noqa: E402
 
 INSTRUCTION = "Count the red circles. Answer with the count."
 GOAL_FULL, GOAL_NAIVE = 1.2, 100.0

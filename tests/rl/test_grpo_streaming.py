@@ -146,7 +146,7 @@ def test_rollout_logprobs_equal_a_full_forward_pass(proactive, windows, speculat
 
 
 def check_logprobs(model, processor, traj, temperature):
-    from proactive_rl.streaming.rope import mm_token_types
+    from proactive_rl.models.families import mm_token_types
 
     ids = torch.tensor([traj.prompt_ids + traj.completion_ids])
     vision = processor.image_processor(images=traj.images, return_tensors="pt")
