@@ -53,9 +53,9 @@ from proactive_eval.streaming import run_episode
 from proactive_rl.chat import build_messages, encode_dialogue, generation_prompt_ids
 from proactive_rl.evaluation.policy import BATCHED_LOOKAHEAD
 from proactive_rl.models import build_tiny
-from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, find_vl_core
+from proactive_rl.models.families import family_of, mm_token_types
+from proactive_rl.streaming import HFStreamingPolicy, SamplingParams
 from proactive_rl.streaming.batch import Batcher
-from proactive_rl.streaming.rope import mm_token_types
 from tests.support.stand_in import proactive_stand_in
 
 INSTRUCTION = "Count the red circles. Answer with the count."
@@ -77,7 +77,7 @@ class PhaseTimer:
     encodings (its `get_image_features`, wrapped on the instance), the two calls the session makes of it."""
 
     def __init__(self, model):
-        self.core = find_vl_core(model)
+        self.core = family_of(model).core
         self.seconds = {"language": 0.0, "vision": 0.0}
         self.calls = {"language": 0, "vision": 0}
 

@@ -1,4 +1,4 @@
-"""The streaming inference engine (docs/spec.md §9): KV-cache sessions over Qwen-VL models and the HF streaming policy.
+"""The streaming inference engine (docs/spec.md §9): KV-cache sessions over vision-language models and the HF streaming policy.
 
 - `StreamingSession`: append user turns, decode assistant turns, `fork(G)` for a GRPO group, `max_frames` eviction;
   `speculate` / `resolve`: frames decided from a silent-turn draft (`silent_draft`), K per call on recorded video.
@@ -8,7 +8,6 @@
 
 from .chunks import Chunk
 from .policy import HFStreamingPolicy, gathered_for_generation
-from .rope import chunk_positions, find_vl_core
 from .sampling import SamplingParams, choose_tokens
 from .session import StreamingSession, TurnOutput
 from .speculation import silent_draft
@@ -20,8 +19,6 @@ __all__ = [
     "StreamingSession",
     "TurnOutput",
     "choose_tokens",
-    "chunk_positions",
-    "find_vl_core",
     "gathered_for_generation",
     "silent_draft",
 ]

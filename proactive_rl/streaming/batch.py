@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .chunks import ImageFeatures
+from proactive_rl.models.families import ImageFeatures, family_of
+
 from .packed import RowKV, Span, packed_rows
-from .rope import find_vl_core
 from .session import StreamingSession, _eval_mode, _native_gqa
 
 
@@ -177,15 +177,16 @@ class Batcher:
     """Plays many episodes in lockstep over one model (see the module docstring).
 
     Args:
-        model (`PreTrainedModel`): a Qwen-VL model (whole parameters: under ZeRO-3, inside `gathered_for_generation`).
+        model (`PreTrainedModel`): a model of a registered family (whole parameters: under ZeRO-3, inside `gathered_for_generation`).
         processor (`ProcessorMixin`): its processor.
     """
 
     def __init__(self, model, processor):
         self.model, self.processor = model, processor
-        self.core = find_vl_core(model)
+        self.family = family_of(model)
+        self.core = self.family.core
         self.device = next(model.parameters()).device
-        self.image_token_id = self.core.config.image_token_id
+        self.image_token_id = self.family.image_token_id
         self._lm_head = None
         if type(model).__module__.startswith(("transformers.", "peft.")):
             self._embed = self.core.get_input_embeddings()
@@ -311,14 +312,7 @@ class Batcher:
     def _vision(self, requests: list[_Request]) -> None:
         pixels = torch.cat([r.payload[0] for r in requests]).to(self.device)
         grids = torch.cat([r.payload[1] for r in requests])
-        feats = self.core.get_image_features(pixels, grids.to(self.device), return_dict=True)
-        deep = getattr(feats, "deepstack_features", None)
-        images = [
-            ImageFeatures(
-                grids[i], feats.pooler_output[i], None if deep is None else [layer[i] for layer in deep], type(feats)
-            )
-            for i in range(len(grids))
-        ]
+        images = self.family.image_features(pixels, grids)
         for request in requests:
             n = len(request.payload[1])
             request.result, images = images[:n], images[n:]
@@ -337,9 +331,8 @@ class Batcher:
         columns = torch.tensor(select, dtype=torch.long, device=self.device)
         text_config = self.core.config.get_text_config(decoder=True)
         with _native_gqa(self.device.type == "cpu"), packed_rows(text_config, spans):
-            if self._lm_head is None or (images and images[0].deepstack is not None):
-                # a model class of unknown `forward`, or Qwen3-VL images (the wrapper threads the deepstack
-                # features into the decoder layers)
+            if self._lm_head is None or (images and self.family.needs_full_forward(images)):
+                # a model class of unknown `forward`, or features only the wrapper takes (Qwen3-VL's deepstack)
                 logits = self._wrapper_forward(ids, positions, images, columns)
             else:
                 logits = self._language_model_forward(ids, positions, images, columns)
@@ -357,13 +350,8 @@ class Batcher:
         self.stats.rows_per_call.append(len(segments))
 
     def _wrapper_forward(self, ids, positions, images, columns):
-        kwargs = {}
-        if images:
-            features = {"pooler_output": [im.embeds for im in images]}
-            if images[0].deepstack is not None:
-                n_layers = len(images[0].deepstack)
-                features["deepstack_features"] = [[im.deepstack[k] for im in images] for k in range(n_layers)]
-            kwargs["mm_encoder_outputs"] = {"image": images[0].output_class(**features)}
+        kwargs = self.family.encoder_outputs(images) if images else {}
+        positions = self.family.model_positions(positions)
         out = self.model(input_ids=ids, position_ids=positions, use_cache=False, logits_to_keep=columns, **kwargs)
         return out.logits
 
@@ -376,5 +364,6 @@ class Batcher:
             if int(slots.sum()) * embeds.shape[-1] != features.numel():
                 raise ValueError(f"{int(slots.sum())} image placeholder tokens but {len(features)} image features")
             embeds = embeds.masked_scatter(slots.unsqueeze(-1).expand_as(embeds), features)
+        positions = self.family.model_positions(positions)
         out = self._language_model(inputs_embeds=embeds, position_ids=positions, use_cache=False)
         return self._lm_head(out.last_hidden_state[:, columns])

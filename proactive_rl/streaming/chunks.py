@@ -13,23 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-
-@dataclass
-class ImageFeatures:
-    """One image's vision features, shared by every row (and every session) that shows it.
-
-    Args:
-        grid_thw (`torch.Tensor`): its ``(3,)`` patch grid.
-        embeds (`torch.Tensor`): ``(n_tokens, hidden)``, what replaces its placeholder tokens.
-        deepstack (`list[torch.Tensor]`, *optional*): Qwen3-VL: one tensor per deepstack layer.
-        output_class (`type`, *optional*): the `ModelOutput` class the model's ``get_image_features`` returns (the
-            model's forward takes the features back in it).
-    """
-
-    grid_thw: torch.Tensor
-    embeds: torch.Tensor
-    deepstack: list[torch.Tensor] | None = None
-    output_class: type | None = None
+from proactive_rl.models.families import ImageFeatures
 
 
 @dataclass
@@ -39,7 +23,8 @@ class Chunk:
     Args:
         input_ids (`Sequence[int]`): the chunk, every image's placeholder tokens expanded.
         pixel_values (`torch.Tensor`, *optional*): the processed images of the chunk.
-        image_grid_thw (`torch.Tensor`, *optional*): their ``(n_images, 3)`` grids.
+        image_grid_thw (`torch.Tensor`, *optional*): their rows of the family's per-image field
+            (`ModelFamily.image_key`: ``(n_images, 3)`` grids for Qwen-VL, image sizes for LLaVA-NeXT).
         text_only_ids (`Sequence[int]`, *optional*): the chunk as rendered *without* its (single) image, used in its
             place once `max_frames` evicts the image (see `StreamingSession.append_tokens`).
         images (`list[ImageFeatures]`, *optional*): the images' vision features; filled in by the first session that

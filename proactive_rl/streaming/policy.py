@@ -196,14 +196,15 @@ class HFStreamingPolicy:
             texts_only.append(text_only)
         images = [image for turn in turns for image in turn.images]
         pixels = grids = None
+        family = self.session.family
         if images:
-            processed = self.processor.image_processor(images=images, return_tensors="pt")
-            pixels, grids = processed["pixel_values"], processed["image_grid_thw"]
+            processed = family.image_inputs(self.processor, images)
+            pixels, grids = processed["pixel_values"], processed[family.image_key]
         for observation, turn, text_only in zip(new, turns, texts_only):
             n = len(turn.images)
             chunk = Chunk(turn.input_ids, text_only_ids=text_only)
             if n:
-                rows = int(grids[:n].prod(-1).sum())
+                rows = family.pixel_rows(grids[:n])
                 chunk.pixel_values, chunk.image_grid_thw = pixels[:rows], grids[:n]
                 pixels, grids = pixels[rows:], grids[n:]
             self._chunks[observation.step] = chunk

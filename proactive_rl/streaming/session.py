@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import torch
 
+from proactive_rl.models.families import ImageFeatures, family_of
+
 from .attention import maskless_chunks
 from .cache import new_cache
-from .chunks import Chunk, ImageFeatures, evict, image_spans
-from .rope import chunk_positions, find_vl_core, next_position
+from .chunks import Chunk, evict, image_spans
 from .sampling import SamplingParams, choose_tokens
 from .speculation import check_draft, lay_out
 
@@ -76,6 +77,11 @@ class _Speculation:
     logits: torch.Tensor  # (B, K, len(draft), V): the logits deciding each draft token
 
 
+def next_position(positions: torch.Tensor) -> int:
+    """The first free position after a chunk: its maximum position + 1 (what the rope index continues from)."""
+    return int(positions.max()) + 1
+
+
 @contextlib.contextmanager
 def _eval_mode(model: torch.nn.Module):
     # Rollouts must not see dropout (LoRA dropout included); the caller's mode is restored afterwards.
@@ -113,11 +119,12 @@ def _native_gqa(enabled: bool):
 
 
 class StreamingSession:
-    """Incremental multi-turn decoding over a Qwen-VL model with a KV cache.
+    """Incremental multi-turn decoding over a vision-language model with a KV cache.
 
     Args:
-        model (`PreTrainedModel`): a Qwen2.5-VL / Qwen3-VL model, possibly PEFT-wrapped. Under ZeRO-3 call the
-            session inside `gathered_for_generation` (parameters must be whole).
+        model (`PreTrainedModel`): a model of a registered family (`proactive_rl.models.families`: Qwen2.5-VL,
+            Qwen3-VL, LLaVA-NeXT), possibly PEFT-wrapped. Under ZeRO-3 call the session inside
+            `gathered_for_generation` (parameters must be whole).
         processor (`ProcessorMixin`): its processor (tokenizer + image processor).
         max_frames (`int`, *optional*): keep only the latest K images in context; older images are dropped (their
             text stays) with one re-prefill (docs/spec.md §2, §9).
@@ -141,13 +148,12 @@ class StreamingSession:
         self.model = model
         self.processor = processor
         self.tokenizer = getattr(processor, "tokenizer", processor)
-        self.core = find_vl_core(model)
+        self.family = family_of(model)
+        self.core = self.family.core
         self.max_frames = max_frames
         self.record_logits = record_logits
-        config = self.core.config
-        self.image_token_id = config.image_token_id
-        self.vision_start_id = getattr(config, "vision_start_token_id", None)
-        self.vision_end_id = getattr(config, "vision_end_token_id", None)
+        self.image_token_id = self.family.image_token_id
+        self.vision_start_id, self.vision_end_id = self.family.image_delimiters
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self.device = next(model.parameters()).device
         # The modules `_forward` calls directly, skipping the wrapper's per-call checks. Only for the library's own
@@ -219,7 +225,7 @@ class StreamingSession:
                 f"chunk has {text.count(image_token)} {image_token} placeholders but {len(images)} images were given"
             )
         enc = self.processor(text=[text], images=images or None, return_tensors="pt")
-        return Chunk(enc["input_ids"][0].tolist(), enc.get("pixel_values"), enc.get("image_grid_thw"))
+        return Chunk(enc["input_ids"][0].tolist(), enc.get("pixel_values"), enc.get(self.family.image_key))
 
     def chunks(self, texts: Sequence[str], images: Sequence[Sequence]) -> list[Chunk]:
         """Several `chunk`s made by one processor call (frames known in advance: one image-processing call)."""
@@ -234,12 +240,12 @@ class StreamingSession:
                 )
         flat = [f for frames in images for f in frames]
         enc = self.processor(text=texts, images=flat or None)
-        pixels, grids = enc.get("pixel_values"), enc.get("image_grid_thw")
+        pixels, grids = enc.get("pixel_values"), enc.get(self.family.image_key)
         out = []
         for ids, frames in zip(enc["input_ids"], images):
             chunk = Chunk(list(ids))
             if frames:
-                rows = int(grids[: len(frames)].prod(-1).sum())
+                rows = self.family.pixel_rows(grids[: len(frames)])
                 chunk.pixel_values, chunk.image_grid_thw = pixels[:rows], grids[: len(frames)]
                 pixels, grids = pixels[rows:], grids[len(frames) :]
             out.append(chunk)
@@ -257,7 +263,8 @@ class StreamingSession:
         Args:
             input_ids (`Sequence[int]`): the chunk, every image's placeholder tokens expanded.
             pixel_values (`torch.Tensor`, *optional*): the processed images of the chunk.
-            image_grid_thw (`torch.Tensor`, *optional*): their ``(n_images, 3)`` grids.
+            image_grid_thw (`torch.Tensor`, *optional*): their rows of the family's per-image field
+                (`ModelFamily.image_key`: ``(n_images, 3)`` grids for Qwen-VL, image sizes for LLaVA-NeXT).
             text_only_ids (`Sequence[int]`, *optional*): the chunk as rendered *without* its (single) image, used
                 in its place once `max_frames` evicts the image. By default the image's
                 ``<|vision_start|>…<|vision_end|>`` block is cut out, which equals re-rendering whenever the
@@ -441,9 +448,7 @@ class StreamingSession:
         stops = params.stop_token_ids or [self.tokenizer.convert_tokens_to_ids("<|im_end|>")]
         suppress = params.suppress_token_ids
         if suppress is None:
-            config = self.core.config
-            suppress = [self.image_token_id, getattr(config, "video_token_id", None)]
-            suppress += [self.vision_start_id, self.vision_end_id]
+            suppress = self.family.vision_token_ids()
             # embedding rows past the tokenizer (vocabularies are padded to a multiple of 64) have no text
             suppress += list(range(len(self.tokenizer), vocab))
         suppress = torch.tensor([t for t in suppress if t is not None and t not in stops], dtype=torch.long)
@@ -553,20 +558,14 @@ class StreamingSession:
     def _encode(self, pixel_values: torch.Tensor, grids: torch.Tensor) -> list[ImageFeatures]:
         # Vision features of new frames only; kept for re-prefills.
         with _eval_mode(self.model):
-            feats = self.core.get_image_features(pixel_values.to(self.device), grids.to(self.device), return_dict=True)
-        deep = getattr(feats, "deepstack_features", None)
+            images = self.family.image_features(pixel_values.to(self.device), grids)
         self.n_images_encoded += len(grids)
         self.n_vision_calls += 1
-        return [
-            ImageFeatures(
-                grids[i], feats.pooler_output[i], None if deep is None else [layer[i] for layer in deep], type(feats)
-            )
-            for i in range(len(grids))
-        ]
+        return images
 
     def _extend(self, chunk: list[int], new_images: list, spans: list[tuple], keep: list[int] | None) -> _Fed:
         grids = torch.stack([im.grid_thw for im in new_images]) if new_images else None
-        rel = chunk_positions(self.core, torch.tensor(chunk), grids, 0)
+        rel = self.family.positions(torch.tensor(chunk), grids, 0)
         pending = [self.tokens[b][self.n_fed[b] :] for b in range(self.batch_size)]
         width = max(len(p) for p in pending)
         fed = _Fed([], [], width + (0 if self.mask is None else self.mask.shape[1]), rel, None)
@@ -597,7 +596,7 @@ class StreamingSession:
         kept = self.images[n_evict:]
         kept_grids = torch.stack([im.grid_thw for im in kept]) if kept else None
         chunk_grids = torch.stack([im.grid_thw for im in new_images]) if new_images else None
-        rel = chunk_positions(self.core, torch.tensor(chunk), chunk_grids, 0)
+        rel = self.family.positions(torch.tensor(chunk), chunk_grids, 0)
         histories, kept_spans = [], []
         for b in range(self.batch_size):
             hist, row_spans = evict(self.tokens[b], self.spans[b], n_evict)
@@ -609,7 +608,7 @@ class StreamingSession:
         for b, hist in enumerate(histories):
             # holes sit between history and chunk, so every row's last column is a real token
             hole = width - len(hist)
-            hist_pos = chunk_positions(self.core, torch.tensor(hist), kept_grids, 0)
+            hist_pos = self.family.positions(torch.tensor(hist), kept_grids, 0)
             start = next_position(hist_pos)
             ids.append(hist + [self.pad_id] * hole + chunk)
             mask.append([1] * len(hist) + [0] * hole + [1] * len(chunk))
@@ -638,28 +637,20 @@ class StreamingSession:
         if self._holes or not bool(new_mask.all()):
             self._holes = True
         columns = torch.tensor([S - 1] if keep is None else keep, dtype=torch.long, device=self.device)
-        kwargs = {}
-        if images:
-            # every row carries the same images; the model scatters features row-major over placeholder slots
-            # (the model's own output class, so `to_tuple` and deepstack fields behave as after `get_image_features`)
-            features = {"pooler_output": [im.embeds for im in images] * B}
-            if images[0].deepstack is not None:
-                n_layers = len(images[0].deepstack)
-                features["deepstack_features"] = [[im.deepstack[k] for im in images] * B for k in range(n_layers)]
-            kwargs["mm_encoder_outputs"] = {"image": images[0].output_class(**features)}
+        # every row carries the same images; the model scatters features row-major over placeholder slots
+        kwargs = self.family.encoder_outputs(images * B) if images else {}
         if self.cache is None:
             self.cache = new_cache(self.core.config)
         attention_mask = mask if self._holes else None  # without holes the causal mask alone is right (SDPA fast path)
         text_config = self.core.config.get_text_config(decoder=True)
         cpu = self.device.type == "cpu"
         with _eval_mode(self.model), _native_gqa(cpu), maskless_chunks(text_config, cpu and attention_mask is None):
-            if self._lm_head is None or (images and images[0].deepstack is not None):
-                # a model class of unknown `forward`, or a Qwen3-VL image chunk (the wrapper threads the deepstack
-                # features into the decoder layers)
+            if self._lm_head is None or (images and self.family.needs_full_forward(images)):
+                # a model class of unknown `forward`, or features only the wrapper takes (Qwen3-VL's deepstack)
                 out = self.model(
                     input_ids=ids.to(self.device),
                     attention_mask=attention_mask,
-                    position_ids=positions.to(self.device),
+                    position_ids=self.family.model_positions(positions).to(self.device),
                     cache=self.cache,
                     use_cache=True,
                     logits_to_keep=0 if self.record_logits else columns,
@@ -697,7 +688,7 @@ class StreamingSession:
         out = self._language_model(
             inputs_embeds=embeds,
             attention_mask=attention_mask,
-            position_ids=positions.to(self.device),
+            position_ids=self.family.model_positions(positions).to(self.device),
             cache=self.cache,
             use_cache=True,
         )

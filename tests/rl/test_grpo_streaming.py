@@ -9,6 +9,9 @@ plain full forward pass of the model.
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -147,7 +150,7 @@ def test_rollout_logprobs_equal_a_full_forward_pass(proactive, windows, speculat
 
 
 def check_logprobs(model, processor, traj, temperature):
-    from proactive_rl.streaming.rope import mm_token_types
+    from proactive_rl.models.families import mm_token_types
 
     ids = torch.tensor([traj.prompt_ids + traj.completion_ids])
     vision = processor.image_processor(images=traj.images, return_tensors="pt")
@@ -293,6 +296,27 @@ def test_one_training_step_runs_and_logs(tiny, windows, tmp_path):
     for key in ("loss", "reward", "rollout/responses_per_window", "rollout/steps_per_window", "entropy"):
         assert key in logs, key
     assert logs["rollout/steps_per_window"] > 1
+
+
+def test_the_trainer_module_leaves_the_environment_alone_and_its_construction_warns_nothing(
+    windows, tmp_path, monkeypatch
+):
+    """Importing changes no environment variable; TRL's "experimental rollout_func" warning is filtered where the
+    trainer is built (it would appear without the filter: TRL warns unless TRL_EXPERIMENTAL_SILENCE=1)."""
+    from proactive_rl.models import build_tiny
+
+    code = (
+        "import os; before = dict(os.environ); import proactive_rl.grpo.streaming.main; "
+        "changed = sorted(k for k in {*before, *os.environ} if before.get(k) != os.environ.get(k)); print(changed)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "[]"
+    monkeypatch.delenv("TRL_EXPERIMENTAL_SILENCE", raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        make_trainer(*build_tiny("qwen2_5_vl", "xs", seed=0), windows, tmp_path)
+    assert not [w for w in caught if "rollout_func" in str(w.message)]
 
 
 def test_replay_term_is_added_to_the_grpo_loss(windows, tmp_path):

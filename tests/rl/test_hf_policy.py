@@ -15,8 +15,8 @@ from proactive_eval.streaming import run_episode, run_streaming
 from proactive_rewards import Response, Target
 from proactive_rl.chat import build_messages, encode_dialogue, generation_prompt_ids, render_system_turn
 from proactive_rl.models import build_tiny
+from proactive_rl.models.families import mm_token_types
 from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, gathered_for_generation
-from proactive_rl.streaming.rope import mm_token_types
 
 SILENCE, RESPONSE = "</Silence>", "</Response>"
 

@@ -15,8 +15,8 @@ import torch
 
 from proactive_eval.streaming import run_episode
 from proactive_rl.models import build_tiny
+from proactive_rl.models.families import mm_token_types
 from proactive_rl.streaming import HFStreamingPolicy, SamplingParams, StreamingSession, choose_tokens
-from proactive_rl.streaming.rope import mm_token_types
 from proactive_rl.streaming.speculation import Lookahead, silent_draft
 from proactive_rl.synthetic import generate_episodes, render_frames
 from tests.support.stand_in import proactive_stand_in

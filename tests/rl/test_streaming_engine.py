@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from proactive_rl.models import build_tiny
-from proactive_rl.streaming import SamplingParams, StreamingSession, choose_tokens, chunk_positions
-from proactive_rl.streaming.rope import find_vl_core, mm_token_types
+from proactive_rl.models.families import family_of, mm_token_types
+from proactive_rl.streaming import SamplingParams, StreamingSession, choose_tokens
 
 ARCHS = ("qwen2_5_vl", "qwen3_vl")
 TOL = 1e-5
@@ -96,7 +96,7 @@ def test_chunk_positions_continue_the_models_rope_index(tiny):
     """Chunk-wise positions (offset by the running max + 1) equal `get_rope_index` over the whole sequence."""
     model, processor = tiny
     rng = np.random.default_rng(1)
-    core = find_vl_core(model)
+    family = family_of(model)
     chunks = [(user_chunk(0, True), [frame(rng)]), ("</Silence><|im_end|>", []), (user_chunk(1, False), [frame(rng)])]
     chunks.append(("\n<|im_start|>user\ntwo<|vision_start|><|image_pad|><|vision_end|>frames", [frame(rng)]))
     chunks[-1][1].append(frame(rng))
@@ -104,7 +104,7 @@ def test_chunk_positions_continue_the_models_rope_index(tiny):
     all_ids, all_frames, parts, start = [], [], [], 0
     for text, frames in chunks:
         enc = processor(text=[text], images=frames or None, return_tensors="pt")
-        pos = chunk_positions(core, enc["input_ids"][0], enc.get("image_grid_thw"), start)
+        pos = family.positions(enc["input_ids"][0], enc.get("image_grid_thw"), start)
         start = int(pos.max()) + 1
         parts.append(pos)
         all_ids += enc["input_ids"][0].tolist()
@@ -112,7 +112,7 @@ def test_chunk_positions_continue_the_models_rope_index(tiny):
     ids = torch.tensor([all_ids])
     grids = processor.image_processor(images=all_frames, return_tensors="pt")["image_grid_thw"]
     types = mm_token_types(ids, model.config.image_token_id, model.config.video_token_id)
-    expected, _ = core.get_rope_index(ids, mm_token_type_ids=types, image_grid_thw=grids)
+    expected, _ = family.core.get_rope_index(ids, mm_token_type_ids=types, image_grid_thw=grids)
     assert torch.equal(torch.cat(parts, dim=1), expected[:, 0])
     # the positions really are 3-D: the image tokens' h/w rows differ from the temporal row
     assert not torch.equal(expected[0], expected[1])

@@ -21,7 +21,7 @@ it is made (``tests/test_private_touches.py`` fails on any other):
 from __future__ import annotations
 
 import logging
-import os
+import warnings
 from collections import OrderedDict
 
 import torch
@@ -37,12 +37,11 @@ from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
 from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
 from proactive_rl.grpo.streaming.windows import RolloutWindow, composition
+from proactive_rl.models.families import family_of
 from proactive_rl.streaming import SamplingParams
 from proactive_rl.streaming.batch import Batcher
 
 logger = logging.getLogger(__name__)
-# rollout_func is marked experimental in TRL 1.16; it is the documented hook this trainer is built on.
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 PRIVATE_TOUCHES = {
     "_metrics": "trl 1.16.0: GRPOTrainer._metrics[mode][name] is a list of floats averaged into the next log",
@@ -107,18 +106,22 @@ class StreamingGRPOTrainer(ReplayLossMixin, ResumableGRPOMixin, StreamingOverrid
             raise ValueError("no rollout windows to train on (do the episodes have targets?)")
         self.windows = {w.id: w for w in [*windows, *(eval_windows or [])]}
         self._frames: OrderedDict[str, list] = OrderedDict()
-        super().__init__(
-            model=model,
-            reward_funcs=reward_funcs if reward_funcs is not None else task_rewards(windows, args),
-            args=args,
-            train_dataset=windows_dataset(windows),
-            eval_dataset=windows_dataset(eval_windows) if eval_windows else None,
-            processing_class=processing_class,
-            rollout_func=_streaming_rollout,
-            replay=replay,
-            replay_coef=replay_coef,
-            **kwargs,
-        )
+        with warnings.catch_warnings():
+            # rollout_func is marked experimental in TRL 1.16; it is the documented hook this trainer is built on
+            warnings.filterwarnings("ignore", message="You are using 'rollout_func'", category=UserWarning)
+            super().__init__(
+                model=model,
+                reward_funcs=reward_funcs if reward_funcs is not None else task_rewards(windows, args),
+                args=args,
+                train_dataset=windows_dataset(windows),
+                eval_dataset=windows_dataset(eval_windows) if eval_windows else None,
+                processing_class=processing_class,
+                rollout_func=_streaming_rollout,
+                replay=replay,
+                replay_coef=replay_coef,
+                **kwargs,
+            )
+        self.family = family_of(self.model)
         logger.info("streaming GRPO: %d windows %s", len(windows), composition(windows))
 
     def episode_frames(self, window: RolloutWindow) -> list:
@@ -142,6 +145,68 @@ class StreamingGRPOTrainer(ReplayLossMixin, ResumableGRPOMixin, StreamingOverrid
             seed=seed,
         )
 
+    def streaming_rollout(self, prompts: list[str]) -> dict:
+        """Roll every window of this rank's generation batch through the streaming engine; keep the batch's frames
+        and turns for the overrides of `proactive_rl.grpo.streaming.trl_overrides`, and return TRL's rollout dict."""
+        unknown = [p for p in prompts if p not in self.windows]
+        if unknown:
+            raise KeyError(f"rollout window {unknown[0]!r} is not among the trainer's windows")
+        groups = [(self.windows[window_id], n) for window_id, n in _groups(prompts)]
+        # drawn in group order before any rollout, as one group after another draws them (TRL seeds ranks differently)
+        seeds = [int(torch.randint(0, 2**31 - 1, (1,)).item()) for _ in groups]
+        frames = [self.episode_frames(window) for window, _ in groups]
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped,
+            torch.no_grad(),
+        ):
+            batch_size = self.args.rollout_batch_size
+            batcher = Batcher(unwrapped, self.processing_class) if batch_size > 1 and len(groups) > 1 else None
+
+            def roll(k: int) -> list:
+                window, n = groups[k]
+                return rollout_window(
+                    unwrapped,
+                    self.processing_class,
+                    window,
+                    n,
+                    self.sampling_params(seeds[k]),
+                    frames=frames[k],
+                    system_prompt=self.args.system_prompt,
+                    batcher=batcher,
+                )
+
+            if batcher is None:
+                per_group = [roll(k) for k in range(len(groups))]
+            else:
+                per_group = batcher.map(range(len(groups)), roll, batch_size)
+        trajectories = [t for group in per_group for t in group]
+        vision = self.family.image_inputs(self.processing_class, [image for t in trajectories for image in t.images])
+        device = self.accelerator.device
+        self._rollout_mm = {key: value.to(device) for key, value in vision.items()}
+        self._rollout_mm["num_images"] = [len(t.images) for t in trajectories]
+        self._rollout_turns = [t.texts for t in trajectories]
+        self._log_rollouts(trajectories)
+        return {
+            "prompt_ids": [t.prompt_ids for t in trajectories],
+            "completion_ids": [t.completion_ids for t in trajectories],
+            "logprobs": [t.logprobs for t in trajectories],
+            "env_mask": [t.env_mask for t in trajectories],
+            "times": [t.times for t in trajectories],
+        }
+
+    def _log_rollouts(self, trajectories) -> None:
+        mode = "train" if self.model.training else "eval"
+        stats = [[t.num_responses, len(t.texts), t.truncated] for t in trajectories]
+        stats = self.accelerator.gather(torch.tensor(stats, dtype=torch.float32).to(self.accelerator.device))
+        self._metrics[mode]["rollout/responses_per_window"].append(stats[:, 0].mean().item())
+        self._metrics[mode]["rollout/steps_per_window"].append(stats[:, 1].mean().item())
+        self._metrics[mode]["rollout/truncated_turns"].append(stats[:, 2].sum().item())
+
 
 def _groups(prompts: list[str]) -> list[tuple[str, int]]:
     """Consecutive runs of the same window id (TRL repeats each row G times; a group may span ranks)."""
@@ -155,69 +220,5 @@ def _groups(prompts: list[str]) -> list[tuple[str, int]]:
 
 
 def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dict:
-    """TRL ``rollout_func``: roll every window of this rank's generation batch through the streaming engine."""
-    unknown = [p for p in prompts if p not in trainer.windows]
-    if unknown:
-        raise KeyError(f"rollout window {unknown[0]!r} is not among the trainer's windows")
-    groups = [(trainer.windows[window_id], n) for window_id, n in _groups(prompts)]
-    # drawn in group order before any rollout, as one group after another draws them (TRL seeds ranks differently)
-    seeds = [int(torch.randint(0, 2**31 - 1, (1,)).item()) for _ in groups]
-    frames = [trainer.episode_frames(window) for window, _ in groups]
-    with (
-        unwrap_model_for_generation(
-            trainer.model_wrapped,
-            trainer.accelerator,
-            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
-        ) as unwrapped,
-        torch.no_grad(),
-    ):
-        batch_size = trainer.args.rollout_batch_size
-        batcher = Batcher(unwrapped, trainer.processing_class) if batch_size > 1 and len(groups) > 1 else None
-
-        def roll(k: int) -> list:
-            window, n = groups[k]
-            return rollout_window(
-                unwrapped,
-                trainer.processing_class,
-                window,
-                n,
-                trainer.sampling_params(seeds[k]),
-                frames=frames[k],
-                system_prompt=trainer.args.system_prompt,
-                batcher=batcher,
-            )
-
-        if batcher is None:
-            per_group = [roll(k) for k in range(len(groups))]
-        else:
-            per_group = batcher.map(range(len(groups)), roll, batch_size)
-    trajectories = [t for group in per_group for t in group]
-    images = [image for t in trajectories for image in t.images]
-    vision = trainer.processing_class.image_processor(images=images, return_tensors="pt")
-    device = trainer.accelerator.device
-    trainer._rollout_mm = {
-        "pixel_values": vision["pixel_values"].to(device),
-        "image_grid_thw": vision["image_grid_thw"].to(device),
-        "num_images": [len(t.images) for t in trajectories],
-    }
-    trainer._rollout_turns = [t.texts for t in trajectories]
-    _log_rollouts(trainer, trajectories)
-    return {
-        "prompt_ids": [t.prompt_ids for t in trajectories],
-        "completion_ids": [t.completion_ids for t in trajectories],
-        "logprobs": [t.logprobs for t in trajectories],
-        "env_mask": [t.env_mask for t in trajectories],
-        "times": [t.times for t in trajectories],
-    }
-
-
-def _log_rollouts(trainer: StreamingGRPOTrainer, trajectories) -> None:
-    mode = "train" if trainer.model.training else "eval"
-    local = torch.tensor([[t.num_responses, len(t.texts), t.truncated] for t in trajectories], dtype=torch.float32).to(
-        trainer.accelerator.device
-    )
-    stats = trainer.accelerator.gather(local)
-    trainer._metrics[mode]["rollout/responses_per_window"].append(stats[:, 0].mean().item())
-    trainer._metrics[mode]["rollout/steps_per_window"].append(stats[:, 1].mean().item())
-    trainer._metrics[mode]["rollout/truncated_turns"].append(stats[:, 2].sum().item())
+    """TRL ``rollout_func``: the trainer's own `StreamingGRPOTrainer.streaming_rollout`."""
+    return trainer.streaming_rollout(prompts)

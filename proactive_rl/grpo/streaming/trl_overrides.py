@@ -9,8 +9,8 @@ turn before every policy turn), which TRL's single-turn multimodal path does not
   (``pixel_values``, ``image_grid_thw``, ``num_images``) and ``mm_token_type_ids`` over prompt + completion, so the
   loss forward pass sees every frame (docs/spec.md §8). TRL shuffles and splits these keys itself.
 - ``_get_per_token_logps_and_entropies``: inside TRL's own scoring of the fresh batch (old / reference log-probs)
-  the frames are not passed yet; supply them, and derive ``mm_token_type_ids`` from the ids (1 on image tokens),
-  which Qwen-VL needs for its 3-D rope positions.
+  the frames are not passed yet; supply them, and derive ``mm_token_type_ids`` from the ids (1 on image tokens;
+  the model family's `token_types`), which Qwen-VL needs for its 3-D rope positions.
 - ``_calculate_rewards``: TRL decodes completions with ``skip_special_tokens=True``, which deletes the state tokens
   the rewards read; hand the rewards the policy's turns (one string per window step, state tokens kept) instead.
 
@@ -48,10 +48,14 @@ PRIVATE_TOUCHES = {
 
 
 class StreamingOverridesMixin:
-    """Mixed in before ``trl.GRPOTrainer``. The rollout function fills, per generation batch (row order):
+    """Mixed in before ``trl.GRPOTrainer``. The trainer's rollout (`StreamingGRPOTrainer.streaming_rollout`) fills,
+    per generation batch (row order):
 
-    - ``self._rollout_mm``: ``{"pixel_values", "image_grid_thw", "num_images"}`` of every row's frames;
+    - ``self._rollout_mm``: ``pixel_values``, the family's per-image field (``image_grid_thw`` for Qwen-VL) and
+      ``num_images`` of every row's frames;
     - ``self._rollout_turns``: per row, the policy's turn at each window step.
+
+    ``self.family`` is the policy's `proactive_rl.models.families.ModelFamily`.
     """
 
     _rollout_mm: dict | None = None
@@ -65,7 +69,9 @@ class StreamingOverridesMixin:
                 raise RuntimeError("the streaming rollout did not record its frames; was rollout_func replaced?")
             ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
             output.update(mm)
-            output["mm_token_type_ids"] = self._mm_token_types(ids)
+            types = self.family.token_types(ids)
+            if types is not None:
+                output["mm_token_type_ids"] = types.long()
             return output
         finally:
             self._rollout_mm, self._rollout_turns = None, None
@@ -74,8 +80,9 @@ class StreamingOverridesMixin:
         mm = self._rollout_mm
         if kwargs.get("pixel_values") is None and mm is not None and len(mm["num_images"]) == input_ids.size(0):
             kwargs.update(mm)  # TRL scoring the fresh generation batch (rows in rollout order)
-        if kwargs.get("mm_token_type_ids") is None:
-            kwargs["mm_token_type_ids"] = self._mm_token_types(input_ids)
+        types = self.family.token_types(input_ids) if kwargs.get("mm_token_type_ids") is None else None
+        if types is not None:
+            kwargs["mm_token_type_ids"] = types.long()
         return super()._get_per_token_logps_and_entropies(
             model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
         )
@@ -88,11 +95,3 @@ class StreamingOverridesMixin:
                 "completions; the rewards would score the wrong text"
             )
         return super()._calculate_rewards(inputs, prompts, turns, completion_ids_list)
-
-    def _mm_token_types(self, input_ids: torch.Tensor) -> torch.Tensor:
-        config = self.model.config
-        types = (input_ids == config.image_token_id).long()
-        video = getattr(config, "video_token_id", None)
-        if video is not None:
-            types = types + 2 * (input_ids == video).long()
-        return types
