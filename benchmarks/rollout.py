@@ -46,9 +46,9 @@ BREAKDOWN = {
 def model_rows(model) -> dict[str, tuple[str, str, int]]:
     """The breakdown rows of `model`'s own calls (file, function, first line): its vision encoder
     (`get_image_features`) and its language model's `forward`, named by the model's public API."""
-    from proactive_rl.streaming import find_vl_core
+    from proactive_rl.models.families import family_of
 
-    core = find_vl_core(model)
+    core = family_of(model).core
     rows = {}
     for label, fn in (
         ("vision encoder (one call per window)", type(core).get_image_features),
