@@ -27,6 +27,7 @@ from collections.abc import Iterator
 import torch
 from trl import SFTTrainer
 
+from proactive_rl.checkpoints import CheckpointMixin
 from proactive_rl.sft.loss import focal_state_loss, state_token_counts, summarize_stats
 from proactive_rl.training import load_checkpoint_weights
 
@@ -37,7 +38,7 @@ PRIVATE_TOUCHES = {
 }
 
 
-class ProactiveSFTTrainer(SFTTrainer):
+class ProactiveSFTTrainer(CheckpointMixin, SFTTrainer):
     """SFT on state-token dialogues with the focal + frequency-balanced loss (docs/spec.md §3).
 
     Args:
