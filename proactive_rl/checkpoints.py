@@ -191,7 +191,10 @@ class CheckpointMixin:
         self.add_callback(self.preemption)
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
-        output = super().train(resolve_resume(self, resume_from_checkpoint), *args, **kwargs)
+        try:
+            output = super().train(resolve_resume(self, resume_from_checkpoint), *args, **kwargs)
+        finally:
+            self.preemption.restore_handlers()  # also when training raised
         step = self.preemption.stopped_at
         if step is not None:
             checkpoint = str(Path(super()._get_output_dir(None), f"checkpoint-{step}"))

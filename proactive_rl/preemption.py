@@ -80,6 +80,10 @@ class PreemptionCallback(TrainerCallback):
             self._previous[sig] = signal.signal(sig, self._handle)
 
     def on_train_end(self, args, state, control, **kwargs):
+        self.restore_handlers()
+
+    def restore_handlers(self) -> None:
+        """Put back the handlers this callback replaced (at the end of training, and when training raised)."""
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
