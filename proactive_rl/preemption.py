@@ -74,6 +74,7 @@ class PreemptionCallback(TrainerCallback):
         self.signum = signum
 
     def on_train_begin(self, args, state, control, **kwargs):
+        self.signum, self.stopped_at = 0, None
         if threading.current_thread() is not threading.main_thread():  # handlers can only be set there
             return
         for sig in preemption_signals():

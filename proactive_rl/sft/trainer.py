@@ -16,6 +16,8 @@ and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails lou
   through ``from_pretrained`` (which maps the keys) and copy the weights in (`proactive_rl.training.
   load_checkpoint_weights`, shared with the GRPO trainers). PEFT, FSDP and DeepSpeed checkpoints take their own
   paths and are left to the Trainer.
+- checkpoints are written atomically, ``resume_from_checkpoint: true`` picks the newest complete one, and
+  SIGTERM / SIGUSR1 save and stop: `proactive_rl.checkpoints.CheckpointMixin` (its private touches declared there).
 - DDP and DeepSpeed average gradients over ranks, so the returned loss is multiplied by the world size (as
   ``Trainer.compute_loss`` does with ``average_tokens_across_devices``).
 """

@@ -23,11 +23,13 @@ from test_grpo_resume import TIMING, TOL, same_logs
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
-import json, os, signal, sys
+import json, logging, os, signal, sys
 from pathlib import Path
 from transformers import TrainerCallback
 from proactive_rl.evaluation.shutdown import exit_launched
+from proactive_rl.preemption import Preempted, REQUEUE_EXIT_CODE
 
+logging.basicConfig(level=logging.INFO)
 kind, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 if kind == "streaming":
     sys.path.insert(0, "benchmarks")  # stand_in.py (the launch runs in the repository root)
@@ -63,9 +65,19 @@ class KillRank1(TrainerCallback):
                 os.kill(os.getpid(), signal.SIGKILL)
 
 
-if mode == "kill":
-    trainer.add_callback(KillRank1())
-trainer.train(resume_from_checkpoint=os.path.join(out, "checkpoint-2") if mode == "resume" else None)
+class SignalRank1(TrainerCallback):  # tests/rl/test_preemption_distributed.py: SIGTERM to rank 1 during step 3
+    def on_step_begin(self, args, state, control, **kw):
+        if state.global_step == 2 and trainer.accelerator.process_index == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+trainer.add_callback({"kill": KillRank1(), "signal": SignalRank1()}.get(mode, TrainerCallback()))
+resume = {"resume": os.path.join(out, "checkpoint-2"), "resume-true": "true"}.get(mode)
+try:
+    trainer.train(resume_from_checkpoint=resume)
+except Preempted as stop:
+    Path(out, f"preempted_{trainer.accelerator.process_index}.txt").write_text(str(stop.step))
+    sys.exit(exit_launched(REQUEUE_EXIT_CODE))
 trainer.save_model(os.path.join(out, "final"))  # ZeRO-3: the gathered weights
 if trainer.accelerator.is_main_process:
     Path(out, "history.json").write_text(json.dumps(trainer.state.log_history))
