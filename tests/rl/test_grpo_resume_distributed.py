@@ -95,8 +95,8 @@ def suggestion_recipe(tmp_path: Path) -> Path:
     return shortened(tmp_path, None, **fields)
 
 
-def run(script: Path, kind: str, out: Path, mode: str, port: int, recipe: Path | None):
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ROOT / "launch" / "zero3.yaml")]
+def run(script: Path, kind: str, out: Path, mode: str, port: int, recipe: Path | None, config: str = "zero3.yaml"):
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ROOT / "launch" / config)]
     cmd += ["--num_processes", "2", "--main_process_port", str(port), str(script), kind, str(out), mode]
     cmd += [str(recipe)] if recipe else []
     env = {**os.environ, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
