@@ -23,13 +23,11 @@ from test_grpo_resume import TIMING, TOL, same_logs
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
-import json, logging, os, signal, sys
+import json, os, signal, sys
 from pathlib import Path
 from transformers import TrainerCallback
 from proactive_rl.evaluation.shutdown import exit_launched
-from proactive_rl.preemption import Preempted, REQUEUE_EXIT_CODE
 
-logging.basicConfig(level=logging.INFO)
 kind, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 if kind == "streaming":
     sys.path.insert(0, "benchmarks")  # stand_in.py (the launch runs in the repository root)
@@ -65,19 +63,9 @@ class KillRank1(TrainerCallback):
                 os.kill(os.getpid(), signal.SIGKILL)
 
 
-class SignalRank1(TrainerCallback):  # tests/rl/test_preemption_distributed.py: SIGTERM to rank 1 during step 3
-    def on_step_begin(self, args, state, control, **kw):
-        if state.global_step == 2 and trainer.accelerator.process_index == 1:
-            os.kill(os.getpid(), signal.SIGTERM)
-
-
-trainer.add_callback({"kill": KillRank1(), "signal": SignalRank1()}.get(mode, TrainerCallback()))
-resume = {"resume": os.path.join(out, "checkpoint-2"), "resume-true": "true"}.get(mode)
-try:
-    trainer.train(resume_from_checkpoint=resume)
-except Preempted as stop:
-    Path(out, f"preempted_{trainer.accelerator.process_index}.txt").write_text(str(stop.step))
-    sys.exit(exit_launched(REQUEUE_EXIT_CODE))
+if mode == "kill":
+    trainer.add_callback(KillRank1())
+trainer.train(resume_from_checkpoint=os.path.join(out, "checkpoint-2") if mode == "resume" else None)
 trainer.save_model(os.path.join(out, "final"))  # ZeRO-3: the gathered weights
 if trainer.accelerator.is_main_process:
     Path(out, "history.json").write_text(json.dumps(trainer.state.log_history))
@@ -95,8 +83,8 @@ def suggestion_recipe(tmp_path: Path) -> Path:
     return shortened(tmp_path, None, **fields)
 
 
-def run(script: Path, kind: str, out: Path, mode: str, port: int, recipe: Path | None, config: str = "zero3.yaml"):
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ROOT / "launch" / config)]
+def run(script: Path, kind: str, out: Path, mode: str, port: int, recipe: Path | None):
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ROOT / "launch" / "zero3.yaml")]
     cmd += ["--num_processes", "2", "--main_process_port", str(port), str(script), kind, str(out), mode]
     cmd += [str(recipe)] if recipe else []
     env = {**os.environ, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
