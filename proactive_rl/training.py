@@ -24,6 +24,7 @@ from proactive_rl.evaluation.config import EvalCallbackConfig
 from proactive_rl.evaluation.shutdown import exit_launched
 from proactive_rl.models.spec import check_model_source, load_model_spec, parse_tiny_spec
 from proactive_rl.models.tokenizer import STATE_TOKENS
+from proactive_rl.preemption import REQUEUE_EXIT_CODE, Preempted
 from proactive_rl.recipe_args import config_path, located, parse_recipe, resolve_config
 
 PRIVATE_TOUCHES = {
@@ -35,6 +36,9 @@ PRIVATE_TOUCHES = {
 def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
     """Every trainer's ``train_main``: parse ``--config RECIPE.yaml`` (a file, or a shipped recipe by name) and flag
     overrides with the trainer's ``TrlParser``, then ``main(script_args, training_args, model_args)``.
+
+    A run stopped by a pre-emption signal (`proactive_rl.preemption`) saved a checkpoint and exits with
+    ``REQUEUE_EXIT_CODE`` (75).
 
     An error about the input (an unknown recipe key, a bad value, a missing data file or model folder) is printed as
     one line naming the recipe, and the exit status is 2 (`proactive_rl.errors.report`; `proactive_rl.recipe_args`).
@@ -50,6 +54,9 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
         main(*args)
     except input_errors() as err:
         return report("proactive-rl train", located(err, path, argv))
+    except Preempted as stop:  # a checkpoint was saved on SIGTERM / SIGUSR1: the launcher requeues the run
+        logging.getLogger(__name__).warning("%s", stop)
+        return exit_launched(REQUEUE_EXIT_CODE)
     return exit_launched(0)  # under accelerate launch: the group closed, then exit here (no interpreter teardown)
 
 

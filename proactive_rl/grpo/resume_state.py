@@ -38,8 +38,9 @@ from typing import Any
 
 import torch
 from transformers import TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from proactive_rl.checkpoints import CheckpointMixin, latest_complete_checkpoint, resolve_resume, wants_latest
 from proactive_rl.grpo.reward_guard import GuardedReward
 from proactive_rl.training import load_checkpoint_weights
 
@@ -56,9 +57,11 @@ PRIVATE_TOUCHES = {
 }
 
 
-class ResumableGRPOMixin:
-    """Mixed in before ``trl.GRPOTrainer``: every checkpoint gets the resume state (`ResumeStateCallback`), and
-    ``train(resume_from_checkpoint=...)`` loads the checkpoint's weights and puts that state back (module docstring)."""
+class ResumableGRPOMixin(CheckpointMixin):
+    """Mixed in before ``trl.GRPOTrainer``: every checkpoint gets the resume state (written inside the atomic save of
+    `proactive_rl.checkpoints.CheckpointMixin`, which also reads ``resume_from_checkpoint: true`` and stops on a
+    pre-emption signal), and ``train(resume_from_checkpoint=...)`` loads the checkpoint's weights and puts that state
+    back (module docstring)."""
 
     _train_sampler = None  # the sampler of the running epoch loop (its generator orders the windows)
     _epoch_start_order = None  # its generator state at the start of the running epoch
@@ -77,7 +80,14 @@ class ResumableGRPOMixin:
                 self._resumed_order = None
         return sampler
 
+    def checkpoint_extras(self) -> tuple[str, ...]:
+        return (STATE_FILE,)
+
+    def write_checkpoint_extras(self, folder: Path) -> None:
+        torch.save(resume_state(self), folder / STATE_FILE.format(rank=self.accelerator.process_index))
+
     def train(self, resume_from_checkpoint: str | bool | None = None, *args, **kwargs):
+        resume_from_checkpoint = resolve_resume(self, resume_from_checkpoint)
         restore_resume_state(self, resume_from_checkpoint)
         return super().train(resume_from_checkpoint, *args, **kwargs)
 
@@ -128,19 +138,19 @@ class ResumeStateCallback(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         folder = Path(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
-        if not folder.is_dir():  # a save that wrote no checkpoint folder (save_only_model on an end-of-run save)
-            return
-        rank = self.trainer.accelerator.process_index
-        torch.save(resume_state(self.trainer), folder / STATE_FILE.format(rank=rank))
+        path = folder / STATE_FILE.format(rank=self.trainer.accelerator.process_index)
+        # a save that wrote no folder (save_only_model at the end), or one whose atomic save wrote the file already
+        if folder.is_dir() and not path.is_file():
+            torch.save(resume_state(self.trainer), path)
 
 
 def checkpoint_folder(trainer, resume_from_checkpoint: str | bool | None) -> Path | None:
-    """The folder a ``train(resume_from_checkpoint=...)`` call resumes from (``True``: the latest in output_dir)."""
+    """The folder a ``train(resume_from_checkpoint=...)`` call resumes from (``True``: the latest complete one in
+    output_dir)."""
     if resume_from_checkpoint is None or resume_from_checkpoint is False:
         return None
-    if resume_from_checkpoint is True:
-        last = get_last_checkpoint(trainer.args.output_dir)
-        return Path(last) if last else None
+    if wants_latest(resume_from_checkpoint):
+        return latest_complete_checkpoint(trainer.args.output_dir, (STATE_FILE,))
     return Path(resume_from_checkpoint)
 
 

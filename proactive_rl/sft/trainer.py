@@ -16,6 +16,8 @@ and `tests/rl/test_sft_trainer.py::test_trainer_internals_still_there` fails lou
   through ``from_pretrained`` (which maps the keys) and copy the weights in (`proactive_rl.training.
   load_checkpoint_weights`, shared with the GRPO trainers). PEFT, FSDP and DeepSpeed checkpoints take their own
   paths and are left to the Trainer.
+- checkpoints are written atomically, ``resume_from_checkpoint: true`` picks the newest complete one, and
+  SIGTERM / SIGUSR1 save and stop: `proactive_rl.checkpoints.CheckpointMixin` (its private touches declared there).
 - DDP and DeepSpeed average gradients over ranks, so the returned loss is multiplied by the world size (as
   ``Trainer.compute_loss`` does with ``average_tokens_across_devices``).
 """
@@ -27,6 +29,7 @@ from collections.abc import Iterator
 import torch
 from trl import SFTTrainer
 
+from proactive_rl.checkpoints import CheckpointMixin
 from proactive_rl.sft.loss import focal_state_loss, state_token_counts, summarize_stats
 from proactive_rl.training import load_checkpoint_weights
 
@@ -37,7 +40,7 @@ PRIVATE_TOUCHES = {
 }
 
 
-class ProactiveSFTTrainer(SFTTrainer):
+class ProactiveSFTTrainer(CheckpointMixin, SFTTrainer):
     """SFT on state-token dialogues with the focal + frequency-balanced loss (docs/spec.md §3).
 
     Args:

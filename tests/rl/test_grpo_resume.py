@@ -249,7 +249,7 @@ def test_resume_state_restores_guard_counters_and_refuses_another_recipe(tmp_pat
     resume_state.ResumeStateCallback(saved).on_save(saved.args, saved.state, None)
     back = trainer(1)
     back._step, back._buffered_inputs = 0, None
-    resume_state.restore_resume_state(back, True)  # True: the latest checkpoint of output_dir
+    resume_state.restore_resume_state(back, str(folder))
     assert (back.reward_funcs[0].seen, back.reward_funcs[0].errors, back._step) == (12, 3, 2)
     assert back._buffered_inputs is None  # at a rollout boundary the buffer is not needed (nor saved)
     with pytest.raises(ValueError, match="1 guarded reward"):
