@@ -19,6 +19,7 @@ from proactive_eval.environments import proactivebench_summary
 from proactive_eval.formats.proactivebench_protocol import PROTOCOLS, protocol_line, protocol_summary
 from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
 from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
+from proactive_eval.speed import timed
 from proactive_eval.metrics import oeg_judgment, oeg_summary
 from proactive_eval.oeg import oeg_question, oeg_valid_answers
 from proactive_eval.predictions import atomic_write_text
@@ -146,8 +147,9 @@ class MCQAEvaluator(Evaluator):
                 played.append((counterfactual_id(env.id, "swap"), swapped))
             done = []
             for rid, playing in played:
+                seconds: list[float] = []  # per answer, for the report's speed columns
                 outcome = proactive_environments.run_environment(
-                    playing, lambda observation, hint=hint: answer(observation, hint)
+                    playing, timed(lambda observation, hint=hint: answer(observation, hint), seconds)
                 )
                 done.append(
                     {
@@ -157,6 +159,7 @@ class MCQAEvaluator(Evaluator):
                         "turns": int(outcome.turns),
                         "answers": list(outcome.answers),
                         "outcomes": list(getattr(outcome, "outcomes", [])),
+                        "step_seconds": seconds,
                     }
                 )
             records += done
@@ -174,6 +177,7 @@ class MCQAEvaluator(Evaluator):
         report = mcqa_results(records, self._protocol(), self.config.skip)
         summary["protocol"] = report["protocol"]  # which benchmark, and the samples scored per dataset
         metrics = {"acc": float(summary["acc"]), "ps": float(summary["ps"])}
+        summary["speed"] = report["speed"]["pooled"]
         if len(groups) > 1:
             for g, s in summary["groups"].items():
                 metrics[f"{g}/acc"] = float(s["acc"])
