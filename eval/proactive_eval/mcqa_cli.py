@@ -72,8 +72,8 @@ def cmd_mcqa(args) -> int:
 
 def _run(args) -> int:
     # deferred: keeps `proactive-eval --help` light (the environments load the format readers)
-    from proactive_eval.environments import load_environments, run_environment
     from proactive_eval.baseline_mcqa import blind_mcqa_summary
+    from proactive_eval.environments import load_environments, run_environment
     from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
     from proactive_eval.speed import timed
 

@@ -19,10 +19,10 @@ from proactive_eval.environments import proactivebench_summary
 from proactive_eval.formats.proactivebench_protocol import PROTOCOLS, protocol_line, protocol_summary
 from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
 from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
-from proactive_eval.speed import timed
 from proactive_eval.metrics import oeg_judgment, oeg_summary
 from proactive_eval.oeg import oeg_question, oeg_valid_answers
 from proactive_eval.predictions import atomic_write_text
+from proactive_eval.speed import timed
 from proactive_rl.data.mcqa import env_hint, parse_environments, suppressed_tokens
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
 from proactive_rl.evaluation.evaluators import make_judge
