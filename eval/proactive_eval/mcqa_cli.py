@@ -105,7 +105,8 @@ def _run(args) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / "outcomes.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        outcomes = ({k: v for k, v in r.items() if k != "step_seconds"} for r in rows)  # timings: results.json
+        atomic_write_text(out / "outcomes.jsonl", "".join(json.dumps(r) + "\n" for r in outcomes))
         atomic_write_text(out / "results.json", json.dumps(results, indent=1) + "\n")
         atomic_write_text(out / "report.md", text)
         print(f"wrote {out / 'report.md'}, results.json, outcomes.jsonl")

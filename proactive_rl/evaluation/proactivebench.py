@@ -34,7 +34,11 @@ DEFAULT_NUM_ENVS = 8
 
 
 def _jsonl(rows: list[dict]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    """One JSON line per row, without its ``step_seconds`` (the timings are in the report's speed columns, so a
+    resumed run writes the same outcomes file)."""
+    return "".join(
+        json.dumps({k: v for k, v in r.items() if k != "step_seconds"}, ensure_ascii=False) + "\n" for r in rows
+    )
 
 
 def _check_environments(config, where: str) -> None:
