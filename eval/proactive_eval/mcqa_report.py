@@ -54,8 +54,8 @@ def mcqa_results(
     if datasets:
         avg = {m: sum(s[m] for s in datasets.values()) / len(datasets) for m in ("acc", "ps")}
         avg["n"] = sum(counts.values())
-    speed = {k: step_speed(_step_seconds(groups[k])) for k in order}
-    speed["pooled"] = step_speed(_step_seconds([o for k in order for o in groups[k]]))
+    speed = {k: step_speed(step_seconds_of(groups[k])) for k in order}
+    speed["pooled"] = step_speed(step_seconds_of([o for k in order for o in groups[k]]))
     out = {
         "protocol": protocol_summary(protocol, counts, skip) if protocol is not None else {"protocol": None},
         "datasets": datasets,
@@ -69,7 +69,7 @@ def mcqa_results(
     return out
 
 
-def _step_seconds(outcomes: list) -> list[float] | None:
+def step_seconds_of(outcomes: list) -> list[float] | None:
     """The per-step seconds of `outcomes`, or `None` when none was timed (predictions scored without a run)."""
     timed = [o.get("step_seconds") if isinstance(o, Mapping) else getattr(o, "step_seconds", None) for o in outcomes]
     if all(t is None for t in timed):
@@ -77,7 +77,8 @@ def _step_seconds(outcomes: list) -> list[float] | None:
     return [c for t in timed for c in t or ()]
 
 
-def _speed_cells(speed: Mapping[str, Any] | None) -> str:
+def speed_text(speed: Mapping[str, Any] | None) -> str:
+    """The three speed cells of a `step_speed` row (``n/a (no model run)`` when nothing was timed)."""
     if not speed or speed.get("steps") is None:
         return f"{NO_RUN} | {NO_RUN} | {NO_RUN}"
     return " | ".join("–" if speed[k] is None else f"{speed[k]:.3f}" for k in _SPEED)
@@ -94,10 +95,10 @@ def mcqa_markdown(results: Mapping[str, Any], title: str = "ProactiveBench MCQA"
     lines = [f"# {title}", "", head, "", header, "|---|---|---|---|---|---|---|"]
     speed = results.get("speed") or {}
     for key, s in results["datasets"].items():
-        lines.append(f"| {key} | {s['n']} | {s['acc']:.1f} | {s['ps']:.2f} | {_speed_cells(speed.get(key))} |")
+        lines.append(f"| {key} | {s['n']} | {s['acc']:.1f} | {s['ps']:.2f} | {speed_text(speed.get(key))} |")
     for name in ("avg", "pooled"):
         s = results[name]
-        cells = _speed_cells(speed.get(name)) if name == "pooled" else "– | – | –"
+        cells = speed_text(speed.get(name)) if name == "pooled" else "– | – | –"
         lines.append(f"| {name} | {s['n']} | {s['acc']:.1f} | {s['ps']:.2f} | {cells} |")
     blind = results.get("blind_floor")
     if blind is not None:
