@@ -192,6 +192,12 @@ class _StreamingEvaluator(Evaluator):
             atomic_write_text(out_dir / "predictions.jsonl", text)
         return predictions, failed
 
+    def _results(self, failed: dict[str, str], episodes: list, predictions: dict, **scored) -> dict[str, Any]:
+        """`build_results` of the `scored` metric (``prs=`` or ``pauc=``), its failures and speed columns."""
+        failures = failure_rows(failed, self.items())
+        return build_results(**scored, failures=failures, episodes=episodes, predictions=predictions,
+                             step_seconds=self.step_seconds)  # fmt: skip
+
     def _coverage(self, results: dict, key: str, metrics: dict[str, float]) -> None:
         """``coverage`` (scored / total) and ``failed_episodes`` next to the metrics, overall and per group."""
         rows = [("", results[key]["overall"])] + [(f"{g}/", r) for g, r in results[key]["groups"].items()]
@@ -237,13 +243,7 @@ class PRSEvaluator(_StreamingEvaluator):
         episodes = [e for e in self.items() if e.id not in failed]
         scorers = self.content_scorers(out_dir)
         report = score_prs(episodes, predictions, alpha=self.config.alpha, content_scorer=scorers)
-        results = build_results(
-            prs=report,
-            failures=failure_rows(failed, self.items()),
-            episodes=episodes,
-            predictions=predictions,
-            step_seconds=self.step_seconds,
-        )
+        results = self._results(failed, episodes, predictions, prs=report)
         summary = {**results["prs"], "failures": results["failures"]}
         judge = next((s.judge for s in scorers.values() if hasattr(s, "judge")), None)
         if judge is not None:
@@ -293,13 +293,7 @@ class PAUCEvaluator(_StreamingEvaluator):
         episodes = [e for e in self.items() if e.id not in failed]
         judge = self.judge(out_dir)
         result = score_pauc(episodes, predictions, judge, progress=self.progress)
-        results = build_results(
-            pauc=result,
-            failures=failure_rows(failed, self.items()),
-            episodes=episodes,
-            predictions=predictions,
-            step_seconds=self.step_seconds,
-        )
+        results = self._results(failed, episodes, predictions, pauc=result)
         summary = {**results["pauc"], "failures": results["failures"]}
         overall = summary["overall"]
         self._warn_malformed(summary)
