@@ -93,7 +93,8 @@ def add_speed(
 
 def speed_cells(row: dict[str, Any], timed: bool) -> list[Any]:
     """The report's speed cells of a summary row, ``n/a (no model run)`` where nothing was timed."""
-    cells = [row.get(k) for k in SPEED_KEYS]
+    cells: list[Any] = [row.get(k) for k in SPEED_KEYS]
+    cells[1:3] = [c if c is None else f"{c:.3f}" for c in cells[1:3]]  # milliseconds stay visible
     if not timed:
         cells[:3] = [NO_RUN] * 3
     return cells
