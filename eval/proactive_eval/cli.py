@@ -119,7 +119,7 @@ def _silence(args) -> tuple[str, ...]:
 
 
 def _score_args(
-    args, episodes, predictions: dict, out, meta: dict[str, Any], failed=None, counterfactuals=None
+    args, episodes, predictions: dict, out, meta: dict[str, Any], failed=None, counterfactuals=None, step_seconds=None
 ) -> dict[str, Any]:
     """`score` with the scoring options shared by ``score`` and ``run``."""
     fit = load_files(args.fit or (), args.format, args.on_error, args.video_root)
@@ -136,6 +136,7 @@ def _score_args(
         failed=failed,
         fit_episodes=fit or None,
         counterfactuals=counterfactuals,
+        step_seconds=step_seconds,
     )
 
 
@@ -243,7 +244,8 @@ def cmd_run(args) -> int:
         )
         print(f"predictions with {kind} frames: {out / f'predictions_{kind}.jsonl'}")
     meta = {"episodes": " ".join(args.episodes), "predictions": str(predictions_path), "policy": args.policy}
-    _score_args(args, episodes, predictions, out, meta, failed=predictions.failed, counterfactuals=runs)
+    # speed: the episodes played by this run (resumed ones were not timed)
+    _score_args(args, episodes, predictions, out, meta, predictions.failed, runs, predictions.step_seconds)
     return 0
 
 

@@ -15,6 +15,7 @@ once), ``abstain`` (always the abstain option), ``replay:ANSWERS.jsonl`` (``{"id
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 from collections.abc import Callable
@@ -71,14 +72,16 @@ def cmd_mcqa(args) -> int:
 
 def _run(args) -> int:
     # deferred: keeps `proactive-eval --help` light (the environments load the format readers)
+    from proactive_eval.baseline_mcqa import blind_mcqa_summary
     from proactive_eval.environments import load_environments, run_environment
     from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
+    from proactive_eval.speed import timed
 
     data_dir = Path(args.data_dir)
     keys = [dataset_key(d) for d in (args.datasets or DATASETS)]
     policy_for, needs_images = make_mcqa_policy(args.policy)
     skip = {} if args.no_skip else None
-    rows, in_file = [], {}
+    rows, in_file, played = [], {}, []
     for key in keys:
         path = data_dir / f"{DATASETS[key]}_preprocessed.jsonl"
         if not path.exists():
@@ -88,19 +91,22 @@ def _run(args) -> int:
         envs = load_environments(path, key, data_dir, args.hint, needs_images, args.on_error, args.protocol, skip)
         in_file[key] = envs.selection.in_file
         for env in envs[: args.max_items]:
-            out = run_environment(env, policy_for(env))
+            seconds: list[float] = []  # per answer, for the report's speed columns
+            played.append(copy.deepcopy(env))  # as loaded, for the blind floor
+            out = run_environment(env, timed(policy_for(env), seconds))
             rows.append({"id": out.id, "dataset": key, "success": out.success, "turns": out.turns,
-                         "answers": out.answers, "outcomes": out.outcomes})  # fmt: skip
+                         "answers": out.answers, "outcomes": out.outcomes, "step_seconds": seconds})  # fmt: skip
     if not rows:
         raise FileNotFoundError(f"{data_dir}: no <folder>_preprocessed.jsonl of {', '.join(keys)}")
     meta = {"data_dir": str(data_dir), "policy": args.policy, "records_in_files": in_file}
-    results = mcqa_results(rows, args.protocol, skip, meta)
+    results = mcqa_results(rows, args.protocol, skip, meta, blind_floor=blind_mcqa_summary(played))
     text = mcqa_markdown(results)
     print(text)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / "outcomes.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        outcomes = ({k: v for k, v in r.items() if k != "step_seconds"} for r in rows)  # timings: results.json
+        atomic_write_text(out / "outcomes.jsonl", "".join(json.dumps(r) + "\n" for r in outcomes))
         atomic_write_text(out / "results.json", json.dumps(results, indent=1) + "\n")
         atomic_write_text(out / "report.md", text)
         print(f"wrote {out / 'report.md'}, results.json, outcomes.jsonl")

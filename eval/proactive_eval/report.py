@@ -24,6 +24,7 @@ from proactive_eval.malformed import malformed_warning
 from proactive_eval.metrics.pauc import PAUCResult, episode_group, parse_judge_level
 from proactive_eval.metrics.prs import PRSReport
 from proactive_eval.predictions import atomic_write_text
+from proactive_eval.speed import add_speed, speed_cells
 from proactive_rewards import as_response
 
 
@@ -32,12 +33,19 @@ def build_results(
     prs: PRSReport | None = None,
     meta: dict[str, Any] | None = None,
     failures: list[dict[str, str]] | None = None,
+    episodes: Sequence | None = None,
+    predictions: dict[str, Sequence] | None = None,
+    step_seconds: dict[str, Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """The results JSON: ``{"meta", "pauc", "prs", "failures"}`` (numbers × 100 as in the papers).
 
     `failures` are the episodes that could not be played, ``{"id", "group", "reason"}`` each (see
     :func:`failure_rows`); every summary row (overall and per group) then says ``failed_episodes`` and
     ``coverage`` = scored / (scored + failed), so no number is read without knowing what it covers.
+
+    With the scored `episodes` and their `predictions`, every row also gets the speed keys of
+    `proactive_eval.speed.speed_row` (frames/s and per-frame latency from `step_seconds`, episode id → the
+    seconds of each frame's policy step, `None` without a model run; the event → response time).
     """
     out: dict[str, Any] = {"meta": dict(meta or {})}
     failures = list(failures or [])
@@ -46,6 +54,11 @@ def build_results(
     if prs is not None:
         out["prs"] = _with_coverage(prs.summary(), "num_episodes", [f for f in failures if not _is_pvqa(f)])
     out["failures"] = failures
+    if episodes is not None and predictions is not None:
+        for key, summary in (("pauc", pauc), ("prs", prs)):
+            if summary is not None:
+                played = [e for e in episodes if (e.task == "pvqa") == (key == "pauc")]
+                add_speed(out[key], played, predictions, step_seconds, episode_group)
     return out
 
 
@@ -92,6 +105,7 @@ def pauc_table(summary: dict[str, Any]) -> str:
     omegas = [k.split("=", 1)[1] for k in summary["overall"] if k.startswith("omega=")]
     header = ["group", "coverage", "videos", "turns", "answered"] + [f"PAUC ω={o}" for o in omegas]
     header += ["video-avg ω=0.5" if "0.5" in omegas else f"video-avg ω={omegas[0]}", "unparseable", "malformed"]
+    header += SPEED_HEADER
     video_key = "video_omega=0.5" if "0.5" in omegas else f"video_omega={omegas[0]}"
     rows = []
     for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
@@ -101,6 +115,7 @@ def pauc_table(summary: dict[str, Any]) -> str:
                 row
                 + [r.get(f"omega={o}") for o in omegas]
                 + [r.get(video_key), r.get("unparseable"), r.get("malformed_outputs")]
+                + _speed(summary, r, r is s)
             )
     return _table(header, rows)
 
@@ -109,18 +124,29 @@ def prs_table(summary: dict[str, Any]) -> str:
     """Markdown PRS table: one row per task and an overall row (× 100; latency in seconds)."""
     header = ["task", "coverage", "targets", "PRS-U", "PRS-B", "PRS-U no-pen.", "PRS-B no-pen.", "PRS-B timing"]
     header += ["resp/target (U)", "resp/target (B)", "missed (B)", "repeated (B)", "median latency B (s)"]
-    header += ["malformed", "content scorer"]
+    header += ["malformed", "content scorer"] + SPEED_HEADER
     keys = ["num_targets", "prs_u", "prs_b", "prs_u_nopenalty", "prs_b_nopenalty", "prs_b_timing", "resp_per_target_u"]
     keys += ["resp_per_target_b", "missed_targets", "repeated_targets", "median_latency_b", "malformed_outputs"]
     keys += ["content_scorer"]
     rows = []
     for name, s in list(summary["groups"].items()) + [("**overall**", summary["overall"])]:
-        rows.append([name, s.get("coverage", s["num_episodes"])] + [s.get(k) for k in keys])
+        rows.append([name, s.get("coverage", s["num_episodes"])] + [s.get(k) for k in keys] + _speed(summary, s))
         rows += [
-            [f"↳ {label}", row.get("num_episodes")] + [row.get(k) for k in keys]
+            [f"↳ {label}", row.get("num_episodes")] + [row.get(k) for k in keys] + _speed(summary, row, False)
             for label, row in _looks(summary, name)
         ]
     return _table(header, rows)
+
+
+SPEED_HEADER = ["frames/s", "latency median (s)", "latency p95 (s)", "event→response median (s)"]
+
+
+def _speed(summary: dict[str, Any], row: dict[str, Any], own: bool = True) -> list[Any]:
+    """A row's speed cells (docs/evaluation.md): the model's own rows show its timings, or ``n/a (no model
+    run)`` for scored predictions; blind and counterfactual rows show their event → response time only."""
+    if not own:
+        return [None, None, None, row.get("event_to_response_median_s")]
+    return speed_cells(row, bool(summary.get("timed")))
 
 
 def _looks(summary: dict[str, Any], name: str) -> list[tuple[str, dict[str, Any]]]:

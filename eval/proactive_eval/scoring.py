@@ -71,6 +71,7 @@ def score(
     failed: dict[str, str] | None = None,
     fit_episodes=None,
     counterfactuals: dict[str, dict] | None = None,
+    step_seconds: dict[str, list[float]] | None = None,
 ) -> dict[str, Any]:
     """Score `predictions` against `episodes` (PAUC for ``pvqa``, PRS for the rest), print the tables and
     write the report into `out` (when given). Returns the results dict.
@@ -80,7 +81,11 @@ def score(
 
     Every table also gets its blind row (docs/spec.md §14), fitted on `fit_episodes` when given, else by
     leave-one-out; `counterfactuals` (kind → episode id → outputs, e.g. ``{"swap": ...}``) add the rows of the
-    same policy played with other frames and ``vision_gain`` (metric − metric with swapped frames)."""
+    same policy played with other frames and ``vision_gain`` (metric − metric with swapped frames).
+
+    Every row shows the speed columns (`proactive_eval.speed`): frames/s and per-frame latency from
+    `step_seconds` (episode id → seconds per frame step, from a model run) or ``n/a (no model run)`` without it,
+    and the event → response time computed from the predictions."""
     # deferred: keeps `proactive-eval --help` light (judges, metrics, report pull numpy/tqdm)
     from proactive_eval.metrics import score_pauc, score_prs
     from proactive_eval.report import build_results, failure_rows, markdown_report, write_report
@@ -121,7 +126,7 @@ def score(
     if judge is not None and getattr(judge, "stats", None) is not None and hasattr(judge.stats, "as_dict"):
         meta["judge_stats"] = judge.stats.as_dict()
 
-    results = build_results(pauc, prs, meta, failures)
+    results = build_results(pauc, prs, meta, failures, playable, predictions, step_seconds)
     looks = _looks(pvqa, other, predictions, counterfactuals or {}, fit_episodes, judge_spec, the_judge, omegas)
     for key, extra in looks.items():
         results[key].update(extra)

@@ -30,17 +30,9 @@ from proactive_eval.formats.streamingbench import (
 from proactive_eval.metrics.ovo_bench import CATEGORY_NAMES, score_ovo_bench
 from proactive_eval.metrics.streamingbench import score_streamingbench_po
 from proactive_eval.records import read_text
+from proactive_eval.speed import latency_summary
 
 BENCHMARKS = ("ovo-bench", "streamingbench-po")
-
-
-def latency_summary(costs: list[float]) -> dict[str, Any]:
-    """Median and p95 (nearest rank) of per-call seconds; None without any."""
-    costs = sorted(c for c in costs if isinstance(c, (int, float)))
-    if not costs:
-        return {"calls": 0, "latency_median_s": None, "latency_p95_s": None}
-    p95 = costs[min(len(costs) - 1, max(0, -(-95 * len(costs) // 100) - 1))]
-    return {"calls": len(costs), "latency_median_s": statistics.median(costs), "latency_p95_s": p95}
 
 
 # ---- OVO-Bench ---------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ again (after the video is fixed).
 from __future__ import annotations
 
 import logging
+import time as _time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ def run_episode(
     silence_signals: Sequence[str] = (),
     max_frames: int | None = None,
     plain: bool = False,
+    step_seconds: list[float] | None = None,
 ) -> list[Response]:
     """Stream one episode through `policy` and return its non-silent outputs (P³I Algorithm 1).
 
@@ -63,6 +65,9 @@ def run_episode(
             the latest K images in the history (text stays).
         plain (`bool`, *optional*, defaults to `False`): the model writes bare text, not state tokens
             (docs/spec.md §13): a bare turn is a response, an empty one silence.
+        step_seconds (`list[float]`, *optional*): when given, the wall seconds of each frame's policy step are
+            appended to it (a ``step_ahead`` call's seconds divided evenly among the frames it decided), for the
+            report's speed columns (`proactive_eval.speed`).
 
     Returns:
         `list[Response]`: responses, and malformed turns flagged ``malformed=True``.
@@ -87,16 +92,20 @@ def run_episode(
 
     if lookahead <= 1:
         for observation in observations:
-            record(observation, policy.step(observation))
+            start = _time.perf_counter()
+            text = policy.step(observation)
+            if step_seconds is not None:
+                step_seconds.append(_time.perf_counter() - start)
+            record(observation, text)
         return responses
     # Recorded video: the policy may decide several frames per call; each output still depends on its frame's past.
     buffer: list[Observation] = []
     for observation in observations:
         buffer.append(observation)
         while len(buffer) >= lookahead:
-            buffer = _step_ahead(policy, buffer, record)
+            buffer = _step_ahead(policy, buffer, record, step_seconds)
     while buffer:
-        buffer = _step_ahead(policy, buffer, record)
+        buffer = _step_ahead(policy, buffer, record, step_seconds)
     return responses
 
 
@@ -121,13 +130,17 @@ def _observations(episode: Episode, frames: Iterable, max_frames: int | None) ->
         logger.warning("episode %r: no frames", episode.id)
 
 
-def _step_ahead(policy, buffer: list[Observation], record) -> list[Observation]:
+def _step_ahead(policy, buffer: list[Observation], record, step_seconds=None) -> list[Observation]:
     """Let `policy` decide the first frames of `buffer`; the observations still undecided."""
+    start = _time.perf_counter()
     outputs = policy.step_ahead(buffer)
+    seconds = _time.perf_counter() - start
     if not 1 <= len(outputs) <= len(buffer):
         raise RuntimeError(
             f"{type(policy).__name__}.step_ahead returned {len(outputs)} outputs for {len(buffer)} frames"
         )
+    if step_seconds is not None:
+        step_seconds += [seconds / len(outputs)] * len(outputs)
     for observation, output in zip(buffer, outputs):
         record(observation, output)
     return buffer[len(outputs) :]
@@ -135,12 +148,14 @@ def _step_ahead(policy, buffer: list[Observation], record) -> list[Observation]:
 
 class StreamingRun(dict):
     """What `run_streaming` returns: episode id → outputs (finished episodes, resumed ones included, in episode
-    order), plus ``failed``: episode id → the reason it could not be played (docs/spec.md §1)."""
+    order), plus ``failed``: episode id → the reason it could not be played (docs/spec.md §1), and
+    ``step_seconds``: episode id → the seconds of each frame's policy step (episodes played in this run only)."""
 
-    def __init__(self, outputs=(), failed: dict[str, str] | None = None, resumed: int = 0):
+    def __init__(self, outputs=(), failed: dict[str, str] | None = None, resumed: int = 0, step_seconds=None):
         super().__init__(outputs)
         self.failed: dict[str, str] = dict(failed or {})
         self.resumed = resumed
+        self.step_seconds: dict[str, list[float]] = dict(step_seconds or {})
 
 
 def episode_errors() -> tuple[type[BaseException], ...]:
@@ -182,6 +197,7 @@ def run_streaming(
     episodes = list(episodes)
     results: dict[str, list[Response]] = {}
     failed: dict[str, str] = {}
+    timings: dict[str, list[float]] = {}
     skippable = episode_errors()
     with PredictionWriter(predictions_path) as writer:
         done = set(writer.done_ids)
@@ -196,19 +212,21 @@ def run_streaming(
             )
         for episode in tqdm(todo, disable=not progress, desc="streaming", unit="episode"):
             try:
+                timings[episode.id] = []
                 results[episode.id] = run_episode(
-                    policy, episode, frame_source, silence_signals, max_frames, plain=plain
+                    policy, episode, frame_source, silence_signals, max_frames, plain, timings[episode.id]
                 )
             except skippable as err:
                 if on_error == "raise":
                     raise
                 failed[episode.id] = str(err)
+                del timings[episode.id]
                 logger.warning("episode %r not played: %s", episode.id, err)
                 continue
             writer.write(episode.id, results[episode.id])
     warn_undeclared_silence((r for rs in results.values() for r in rs), str(predictions_path))
     outputs = {e.id: results[e.id] if e.id in results else previous[e.id] for e in episodes if e.id not in failed}
-    return StreamingRun(outputs, failed, resumed=len(episodes) - len(todo))
+    return StreamingRun(outputs, failed, resumed=len(episodes) - len(todo), step_seconds=timings)
 
 
 class SilentPolicy:

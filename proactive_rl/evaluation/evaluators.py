@@ -156,8 +156,11 @@ class _StreamingEvaluator(Evaluator):
         unplayable = episode_errors()
         # the counterfactuals first: a stored episode (resume) then has them stored too
         records = play_counterfactuals(self, policy, episode, sources, unplayable, writer)
+        seconds: list[float] = []  # per frame step; in lockstep batches, the batch step each frame waited for
         try:
-            outputs = run_episode(policy, episode, frame_source=frames_of, max_frames=self.config.max_frames)
+            outputs = run_episode(
+                policy, episode, frame_source=frames_of, max_frames=self.config.max_frames, step_seconds=seconds
+            )
         except unplayable as err:
             if self.config.on_error == "raise":
                 raise
@@ -165,13 +168,16 @@ class _StreamingEvaluator(Evaluator):
             return records + [{"id": episode.id, "failed": str(err)}]
         if writer is not None:
             writer.write(episode.id, outputs)
-        return records + [{"id": episode.id, "responses": [(r.time, r.text, r.malformed) for r in outputs]}]
+        responses = [(r.time, r.text, r.malformed) for r in outputs]
+        return records + [{"id": episode.id, "responses": responses, "step_seconds": seconds}]
 
     def _predictions(self, records: list[dict], out_dir: Path | None) -> tuple[dict[str, list], dict[str, str]]:
         """``(episode id → outputs, episode id → failure reason)``; the outputs are written to
         ``predictions.jsonl`` first (a judge that is down must not lose what the model said). The counterfactual
-        runs go to `counterfactual_runs` (kind → episode id → outputs) and ``predictions_counterfactual.jsonl``."""
+        runs go to `counterfactual_runs` (kind → episode id → outputs) and ``predictions_counterfactual.jsonl``;
+        the per-frame step seconds of the episodes played in this run (not resumed ones) to `step_seconds`."""
         records, self.counterfactual_runs = split_counterfactuals(records)
+        self.step_seconds = {r["id"]: r["step_seconds"] for r in records if "step_seconds" in r}
         write_counterfactuals(out_dir, self.counterfactual_runs, [e.id for e in self.items()])
 
         failed = {r["id"]: r["failed"] for r in records if "failed" in r}
@@ -185,6 +191,12 @@ class _StreamingEvaluator(Evaluator):
             text = "".join(prediction_line(eid, predictions[eid]) for eid in order)
             atomic_write_text(out_dir / "predictions.jsonl", text)
         return predictions, failed
+
+    def _results(self, failed: dict[str, str], episodes: list, predictions: dict, **scored) -> dict[str, Any]:
+        """`build_results` of the `scored` metric (``prs=`` or ``pauc=``), its failures and speed columns."""
+        failures = failure_rows(failed, self.items())
+        return build_results(**scored, failures=failures, episodes=episodes, predictions=predictions,
+                             step_seconds=self.step_seconds)  # fmt: skip
 
     def _coverage(self, results: dict, key: str, metrics: dict[str, float]) -> None:
         """``coverage`` (scored / total) and ``failed_episodes`` next to the metrics, overall and per group."""
@@ -231,7 +243,7 @@ class PRSEvaluator(_StreamingEvaluator):
         episodes = [e for e in self.items() if e.id not in failed]
         scorers = self.content_scorers(out_dir)
         report = score_prs(episodes, predictions, alpha=self.config.alpha, content_scorer=scorers)
-        results = build_results(prs=report, failures=failure_rows(failed, self.items()))
+        results = self._results(failed, episodes, predictions, prs=report)
         summary = {**results["prs"], "failures": results["failures"]}
         judge = next((s.judge for s in scorers.values() if hasattr(s, "judge")), None)
         if judge is not None:
@@ -281,7 +293,7 @@ class PAUCEvaluator(_StreamingEvaluator):
         episodes = [e for e in self.items() if e.id not in failed]
         judge = self.judge(out_dir)
         result = score_pauc(episodes, predictions, judge, progress=self.progress)
-        results = build_results(pauc=result, failures=failure_rows(failed, self.items()))
+        results = self._results(failed, episodes, predictions, pauc=result)
         summary = {**results["pauc"], "failures": results["failures"]}
         overall = summary["overall"]
         self._warn_malformed(summary)

@@ -18,10 +18,12 @@ from proactive_eval.counterfactual import counterfactual_id, split_counterfactua
 from proactive_eval.environments import proactivebench_summary
 from proactive_eval.formats.proactivebench_protocol import PROTOCOLS, protocol_line, protocol_summary
 from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
-from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
+from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results, speed_text
+from proactive_eval.mcqa_report import step_seconds_of as _step_seconds
 from proactive_eval.metrics import oeg_judgment, oeg_summary
 from proactive_eval.oeg import oeg_question, oeg_valid_answers
 from proactive_eval.predictions import atomic_write_text
+from proactive_eval.speed import step_speed, timed
 from proactive_rl.data.mcqa import env_hint, parse_environments, suppressed_tokens
 from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
 from proactive_rl.evaluation.evaluators import make_judge
@@ -33,7 +35,11 @@ DEFAULT_NUM_ENVS = 8
 
 
 def _jsonl(rows: list[dict]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    """One JSON line per row, without its ``step_seconds`` (the timings are in the report's speed columns, so a
+    resumed run writes the same outcomes file)."""
+    return "".join(
+        json.dumps({k: v for k, v in r.items() if k != "step_seconds"}, ensure_ascii=False) + "\n" for r in rows
+    )
 
 
 def _check_environments(config, where: str) -> None:
@@ -146,8 +152,9 @@ class MCQAEvaluator(Evaluator):
                 played.append((counterfactual_id(env.id, "swap"), swapped))
             done = []
             for rid, playing in played:
+                seconds: list[float] = []  # per answer, for the report's speed columns
                 outcome = proactive_environments.run_environment(
-                    playing, lambda observation, hint=hint: answer(observation, hint)
+                    playing, timed(lambda observation, hint=hint: answer(observation, hint), seconds)
                 )
                 done.append(
                     {
@@ -157,6 +164,7 @@ class MCQAEvaluator(Evaluator):
                         "turns": int(outcome.turns),
                         "answers": list(outcome.answers),
                         "outcomes": list(getattr(outcome, "outcomes", [])),
+                        "step_seconds": seconds,
                     }
                 )
             records += done
@@ -174,6 +182,7 @@ class MCQAEvaluator(Evaluator):
         report = mcqa_results(records, self._protocol(), self.config.skip)
         summary["protocol"] = report["protocol"]  # which benchmark, and the samples scored per dataset
         metrics = {"acc": float(summary["acc"]), "ps": float(summary["ps"])}
+        summary["speed"] = report["speed"]["pooled"]
         if len(groups) > 1:
             for g, s in summary["groups"].items():
                 metrics[f"{g}/acc"] = float(s["acc"])
@@ -240,9 +249,11 @@ class OEGEvaluator(Evaluator):
                 shown.append((counterfactual_id(env.id, "swap"), copy.deepcopy(partners[env.id]).reset()))
             done = []
             for rid, seen in shown:
-                text = answer(observation_image(seen), prompt)
+                seconds: list[float] = []  # the answer's wall time, for the report's speed columns
+                text = timed(answer, seconds)(observation_image(seen), prompt)
                 done.append(
                     {"id": rid, "dataset": env.dataset, "prompt": prompt, "valid_answers": valid, "answer": text}
+                    | {"step_seconds": seconds}
                 )
             records += done
             for record in reversed(done) if writer is not None else ():
@@ -267,6 +278,7 @@ class OEGEvaluator(Evaluator):
         counts = {g: s["n"] for g, s in summary["groups"].items()}
         summary["protocol"] = protocol_summary(self.config.protocol, counts, self.config.skip)
         summary["judge_stats"] = judge.stats.as_dict()
+        summary["speed"] = step_speed(_step_seconds(rows))
         keys = ("agg", "acc", "ps")
         metrics = {k: float(summary[k]) for k in keys}
         looks_metrics, looks = oeg_looks(self, rows, swapped, swapped_rows, judge)
@@ -279,11 +291,21 @@ class OEGEvaluator(Evaluator):
         scored = Scored(metrics, summary, samples)
         if out_dir is not None:
             atomic_write_text(out_dir / "judgments.jsonl", _jsonl(rows))
-            table = ["| dataset | n | agg | acc | ps |", "|---|---|---|---|---|"]
+            speed = {g: step_speed(_step_seconds(rs)) for g, rs in groups.items()}
+            speed["all"] = summary["speed"]
+            table = ["| dataset | n | agg | acc | ps | answers/s | latency median (s) | latency p95 (s) |"]
+            table += ["|---|---|---|---|---|---|---|---|"]
+            rows_of = [(g, s, speed[g]) for g, s in summary["groups"].items()] + [("all", summary, speed["all"])]
             table += [
-                f"| {g} | {s['n']} | {s['agg']:.1f} | {s['acc']:.1f} | {s['ps']:.1f} |"
-                for g, s in summary["groups"].items()
+                f"| {g} | {s['n']} | {s['agg']:.1f} | {s['acc']:.1f} | {s['ps']:.1f} | {speed_text(v)} |"
+                for g, s, v in rows_of
             ]
+            blind = summary.get("blind")
+            if blind:
+                table.append(
+                    f"| blind floor (never looks) | {blind.get('n', '–')} | {blind['agg']:.1f} | {blind['acc']:.1f} | "
+                    f"{blind['ps']:.1f} | – | – | – |"
+                )
             head = f"# OEG: {self.name}\n\n{protocol_line(summary['protocol'])}\n\n"
             atomic_write_text(out_dir / "report.md", head + "\n".join(table) + "\n")
             names = {"predictions": "predictions.jsonl", "judgments": "judgments.jsonl", "report": "report.md"}

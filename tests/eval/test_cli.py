@@ -1,6 +1,7 @@
 """``proactive-eval`` end to end: score a ProactiveVideoQA file, convert, run (acceptance 6)."""
 
 import json
+import math
 import re
 
 import pytest
@@ -56,6 +57,9 @@ def test_score_pvqa_prints_pauc_table_and_writes_report(pvqa_files, tmp_path, ca
     assert code == 0
     printed = capsys.readouterr().out
     assert "PAUC" in printed
+    # no model run: frames/s and latency are n/a; v1 answered turn 0 at 2 s (target 0 s), v2 at 10 s (target 5 s)
+    assert "n/a (no model run)" in printed
+    assert json.loads((out / "results.json").read_text())["pauc"]["overall"]["event_to_response_median_s"] == 3.5
     # by hand: v1/0 at ω=0: (2*0.5 + 8*2) / 20 = 0.85; v1/1: 0.25; v2/0: (5*0.5 + 5*0) / 20 = 0.125
     # ω=0.5: v1/0 x=1 -> (0.5 + 18) / 20 = 0.925; v2/0 x=2.5 -> 1.25/20 = 0.0625;  ω=1: 1.0 and 0.0
     expect = {"0": (0.85 + 0.25 + 0.125) / 3, "0.5": (0.925 + 0.25 + 0.0625) / 3, "1": (1.0 + 0.25 + 0.0) / 3}
@@ -232,6 +236,11 @@ def test_run_replay_policy_then_score(tmp_path, capsys):
     assert load_predictions(run / "predictions.jsonl") == {"c": [Response(2.0, "1"), Response(4.0, "2")]}
     assert "| atomic | 1/1 | 2 | 100.00 | 100.00 |" in capsys.readouterr().out
     assert (run / "results.json").exists() and (run / "timelines.png").exists()
+    # speed: one timed step per frame; the responses at 2 s and 4 s meet their targets at once
+    overall = json.loads((run / "results.json").read_text())["prs"]["overall"]
+    assert overall["frames"] == 5 and math.isfinite(overall["latency_p95_s"]) and overall["latency_p95_s"] >= 0
+    assert overall["event_to_response_median_s"] == 0.0
+    assert "frames/s" in (run / "report.md").read_text()
 
 
 def test_replay_reproduces_predictions_due_at_the_same_frame(tmp_path):

@@ -37,6 +37,8 @@ def test_filtered_report_names_protocol_and_counts(tmp_path, capsys):
     assert results["datasets"]["ROD"] == {"acc": 0.0, "ps": 0.0, "n": 4}
     assert results["avg"]["acc"] == 50.0 and results["meta"]["records_in_files"] == {"ROD": 5, "COCO": 4}
     assert len((out / "outcomes.jsonl").read_text().splitlines()) == 7
+    assert "| steps/s | latency median (s) | latency p95 (s) |" in text and "| blind floor (never looks) |" in text
+    assert results["speed"]["pooled"]["steps"] >= 7 and results["speed"]["pooled"]["latency_p95_s"] >= 0
     assert "samples: ROD 4, COCO 3" in capsys.readouterr().out
 
 

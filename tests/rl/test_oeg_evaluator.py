@@ -153,7 +153,10 @@ def test_scores_equal_the_hand_computation(tiny, tmp_path, monkeypatch):
     assert all(any(u.endswith(f"### System Output:\n{p['answer']}") for u in users) for p in predictions)
     judged = {r["id"]: (r["proactive_suggestion"], r["category_prediction"], r["aggregate"]) for r in _lines(out)}
     assert judged == {"qd-1": (1, 0, 1), "qd-2": (0, 1, 1), "rod-1": (0, 0, 0), "vsod-1": (1, 0, 1)}
-    assert "| QD | 2 | 100.0 | 50.0 | 50.0 |" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "| QD | 2 | 100.0 | 50.0 | 50.0 |" in report
+    assert "| answers/s | latency median (s) | latency p95 (s) |" in report
+    assert "| blind floor (never looks) | 4 | 75.0 | 25.0 | 50.0 |" in report
     # each model call saw its record's first image, decoded from disk (grey levels 10, 30, 50, 70)
     assert [int(img.mean()) for img in seen[:4]] == [10, 30, 50, 70] and seen[0].shape == (16, 16, 3)
 

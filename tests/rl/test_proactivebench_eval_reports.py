@@ -39,6 +39,8 @@ def test_mcqa_report_names_protocol_and_counts(tiny, tmp_path, protocol, n):
     assert summary["protocol"]["protocol"] == protocol and summary["protocol"]["samples"] == {"COCO": n}
     report = (tmp_path / "out" / "pb" / "report.md").read_text()
     assert f"ProactiveBench protocol: {protocol}" in report and f"samples: COCO {n} ({n} in all)" in report
+    assert "| steps/s | latency median (s) | latency p95 (s) |" in report and "| blind policy |" in report
+    assert summary["speed"]["steps"] >= n and summary["speed"]["latency_p95_s"] >= 0
     assert json.loads((tmp_path / "out" / "results.json").read_text())["evaluators"]["pb"]["summary"]["protocol"]
 
 
