@@ -58,7 +58,7 @@ class ModelFamily(ABC):
     model_types: ClassVar[tuple[str, ...]] = ()
     # the processor output that describes each image, next to `pixel_values`
     image_key: ClassVar[str] = "image_grid_thw"
-    # the methods the module that `find_core` returns must have
+    # the attributes (methods, parameters) the module that `find_core` returns must have
     core_methods: ClassVar[tuple[str, ...]] = ("get_image_features",)
 
     def __init__(self, core: torch.nn.Module):

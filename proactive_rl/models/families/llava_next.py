@@ -16,8 +16,8 @@ from .base import ImageFeatures, ModelFamily, text_positions
 class LlavaNextFamily(ModelFamily):
     model_types = ("llava_next",)
     image_key = "image_sizes"
-    # the inner `LlavaNextModel` (the wrapper has `get_image_features` too, but not the placeholder check)
-    core_methods = ("get_image_features", "get_placeholder_mask")
+    # the inner `LlavaNextModel` (the wrapper has `get_image_features` too, but not the newline parameter)
+    core_methods = ("get_image_features", "image_newline")
 
     def positions(self, input_ids: torch.Tensor, grids: torch.Tensor | None, start: int = 0) -> torch.Tensor:
         return text_positions(input_ids.numel(), start, input_ids.device)
