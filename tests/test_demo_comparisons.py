@@ -38,6 +38,8 @@ def _evaluation(out: Path, key: str, prs_b: list[float], pauc: list[float], acc:
            [{"episode_id": "p0", "turn": i, "pauc": {"0.5": s, "1.0": 0.0}} for i, s in enumerate(pauc)])  # fmt: skip
     _jsonl(out / "eval" / key / "mcqa" / "outcomes.jsonl", [{"id": f"m{i}", "success": s} for i, s in enumerate(acc)])
     if swap is not None:
+        swapped = [{**r, "prs_b": r["prs_b"] / 2, "prs_u": r["prs_u"] / 2} for r in rows[:3]]  # e3: not swapped
+        _jsonl(out / "eval" / key / "prs" / "prs_episodes_swap.jsonl", swapped)
         _jsonl(out / "eval" / key / "mcqa" / "outcomes_swap.jsonl",
                [{"id": f"m{i}", "success": s} for i, s in enumerate(swap)])  # fmt: skip
 
@@ -69,9 +71,10 @@ def test_every_comparison_with_its_hand_computed_difference(tmp_path):
         ("acc", "all"),
     ]
     # each stage against the previous evaluated stage with that metric (grounding has none; grpo_streaming did not
-    # run, its folder is stale), and the final MCQA accuracy against its swapped images
+    # run, its folder is stale), and the final PRS and MCQA accuracy against its swapped frames (PAUC saves none)
     expected = {("sft", "untrained", *c) for c in cells} | {("final", "sft", *c) for c in cells}
-    assert set(got) == expected | {("final", "final swapped frames", "acc", "all")}
+    swaps = {("final", "final swapped frames", *c) for c in cells if c[0] != "pauc"}
+    assert set(got) == expected | swaps
     hand = {
         ("sft", "untrained", "prs_b", "accident"): (100 * (0.5 + 0.6) / 2, 2),
         ("sft", "untrained", "prs_u", "all"): (50 * (0.5 + 0.6 + 0.2 + 0.2) / 4, 4),
@@ -79,6 +82,8 @@ def test_every_comparison_with_its_hand_computed_difference(tmp_path):
         ("final", "sft", "pauc", "all"): (100 * 0.1 / 3, 3),
         ("sft", "untrained", "acc", "all"): (25.0, 4),
         ("final", "final swapped frames", "acc", "all"): (50.0, 4),
+        ("final", "final swapped frames", "prs_b", "atomic"): (100 * 0.6 / 2, 1),  # e3 was not played swapped
+        ("final", "final swapped frames", "prs_b", "all"): (100 * (0.6 + 0.7 + 0.6) / 2 / 3, 3),
     }
     for key, (diff, n) in hand.items():
         assert (got[key]["diff"], got[key]["n"]) == (pytest.approx(diff), n), key

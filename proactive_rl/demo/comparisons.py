@@ -1,11 +1,11 @@
 """Every gain the demo's report shows, with its 95 % bootstrap interval (docs/spec.md §15): ``comparisons.json``.
 
-The per-item scores come from the evaluators' files under ``<out>/eval/<stage>/``: ``prs/prs_episodes.jsonl``
-(PRS-U / PRS-B per episode, per task and over all tasks), ``pauc/pauc_turns.jsonl`` (PAUC at ω = 0.5 per turn, the
-table's turn-weighted mean) and ``mcqa/outcomes.jsonl`` / ``outcomes_swap.jsonl`` (MCQA accuracy per environment,
-own and swapped images). Compared: each evaluated stage with the previous stage that has the same metric and task,
-and MCQA accuracy on own vs swapped images. The blind floor and the swapped frames of PRS / PAUC save no per-item
-scores, so they have no interval here.
+The per-item scores come from the evaluators' files under ``<out>/eval/<stage>/``: ``prs/prs_episodes.jsonl`` /
+``prs_episodes_swap.jsonl`` (PRS-U / PRS-B per episode, per task and over all tasks, own and swapped frames),
+``pauc/pauc_turns.jsonl`` (PAUC at ω = 0.5 per turn, the table's turn-weighted mean) and ``mcqa/outcomes.jsonl`` /
+``outcomes_swap.jsonl`` (MCQA accuracy per environment, own and swapped images). Compared: each evaluated stage with
+the previous stage that has the same metric and task, and PRS and MCQA accuracy on own vs swapped frames. The blind
+floor and PAUC's swapped frames save no per-item scores, so they have no interval here.
 
 A row is ``{"a", "b", "metric", "task", "diff", "ci_low", "ci_high", "n"}``: ``diff`` = mean(a − b) over the items
 both rows scored (× 100, as the table), paired over those items; pooled over seeds (`pooled_comparisons`) the mean of
@@ -32,13 +32,14 @@ def _records(path: Path) -> list[dict[str, Any]]:
 def stage_scores(eval_dir: Path) -> tuple[Scores, Scores]:
     """``(own, swapped)`` per-item scores of one stage's evaluation folder (module docstring), × 100."""
     own: Scores = {}
-    for r in _records(eval_dir / "prs" / "prs_episodes.jsonl"):
-        for metric in ("prs_u", "prs_b"):
-            for task in (r["group"], "all"):
-                own.setdefault((metric, task), {})[r["episode_id"]] = 100 * r[metric]
+    swapped: Scores = {}
+    for name, scores in (("prs_episodes.jsonl", own), ("prs_episodes_swap.jsonl", swapped)):
+        for r in _records(eval_dir / "prs" / name):
+            for metric in ("prs_u", "prs_b"):
+                for task in (r["group"], "all"):
+                    scores.setdefault((metric, task), {})[r["episode_id"]] = 100 * r[metric]
     for r in _records(eval_dir / "pauc" / "pauc_turns.jsonl"):
         own.setdefault(("pauc", "all"), {})[f"{r['episode_id']}#{r['turn']}"] = 100 * r["pauc"]["0.5"]
-    swapped: Scores = {}
     for name, scores in (("outcomes.jsonl", own), ("outcomes_swap.jsonl", swapped)):
         for r in _records(eval_dir / "mcqa" / name):
             scores.setdefault(("acc", "all"), {})[r["id"]] = 100.0 * bool(r["success"])

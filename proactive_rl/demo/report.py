@@ -332,8 +332,8 @@ def write_report(
         *(
             [
                 "Each gain with its 95 % interval, paired bootstrap over the held-out items both rows scored "
-                "(docs/spec.md §15; also in `comparisons.json`): a stage against the previous stage, MCQA accuracy "
-                "on own against swapped images:",
+                "(docs/spec.md §15; also in `comparisons.json`): a stage against the previous stage, PRS and MCQA "
+                "accuracy on own against swapped frames:",
                 "",
                 comparisons_table(gains),
                 "",
