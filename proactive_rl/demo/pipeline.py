@@ -139,6 +139,7 @@ def run_demo(
         say(SMOKE_NOTE)
     for name, ok, detail in checks:
         print(f"  {'ok ' if ok else 'NO ' if ok is False else '-- '} {name}: {detail}")
+    say(f"every gain with its 95 % interval: {files['comparisons']}")
     say(f"total wall time {wall:.0f} s; report: {files['markdown']}")
     return summary
 

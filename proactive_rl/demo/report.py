@@ -258,13 +258,19 @@ def write_report(
     out: Path, stages: list[dict[str, Any]], timeline_episodes: list, meta: dict[str, Any], checks: str = ""
 ) -> dict[str, Path]:
     """``<out>/report/``: ``README.md`` (table, timings, what each stage ran), ``metrics_by_stage.png``,
-    ``timeline_<id>.png``; the per-stage evaluation reports stay in ``<out>/eval/<stage>/``."""
+    ``timeline_<id>.png``, ``comparisons.json`` (every gain with its interval, `proactive_rl.demo.comparisons`);
+    the per-stage evaluation reports stay in ``<out>/eval/<stage>/``."""
+    # deferred: the interval module imports scipy
+    from proactive_rl.demo.comparisons import comparisons, comparisons_table, write_comparisons
+
     report = out / "report"
     report.mkdir(parents=True, exist_ok=True)
     files = {"stages_plot": plot_stages(with_blind(stages), report / "metrics_by_stage.png")}
     for episode in timeline_episodes:
         files[f"timeline_{episode.id}"] = plot_timeline(episode, stages, report / f"timeline_{episode.id}.png")
     looks, timing, answers = looks_table(stages), timing_table(stages), answers_table(stages)
+    gains = comparisons(out, stages)
+    files["comparisons"] = write_comparisons(report / "comparisons.json", gains)
     lines = [
         "# proactive-rl demo report",
         "",
@@ -321,6 +327,18 @@ def write_report(
                 "",
             ]
             if answers
+            else []
+        ),
+        *(
+            [
+                "Each gain with its 95 % interval, paired bootstrap over the held-out items both rows scored "
+                "(docs/spec.md §15; also in `comparisons.json`): a stage against the previous stage, PRS and MCQA "
+                "accuracy on own against swapped frames:",
+                "",
+                comparisons_table(gains),
+                "",
+            ]
+            if gains
             else []
         ),
         *(["What the demo should show (`proactive_rl/demo/checks.py`):", "", checks, ""] if checks else []),

@@ -2,7 +2,9 @@
 
 Each seed is a whole demo run (its own tiny-model init, synthetic world and training seeds) in ``<out>/seed<k>``
 (reused on a second run like any demo folder); ``<out>/report/seeds.md`` holds the mean ± sample sd of every cell
-of the table over the seeds, and which of the demo's directions (`proactive_rl.demo.checks`) hold in which seed.
+of the table over the seeds, which of the demo's directions (`proactive_rl.demo.checks`) hold in which seed, and
+every gain pooled over the seeds with its 95 % interval (stratified bootstrap, `proactive_rl.demo.comparisons`; also
+in ``<out>/report/comparisons.json``).
 """
 
 from __future__ import annotations
@@ -52,9 +54,15 @@ def directions_table(runs: dict[int, list[dict[str, Any]]], trained_tasks: tuple
 
 
 def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained_tasks, meta: dict[str, Any]) -> Path:
-    """``<out>/report/seeds.md``: the mean ± sd table and the directions per seed (module docstring)."""
+    """``<out>/report/seeds.md``: the mean ± sd table, the directions per seed and the pooled gains (module
+    docstring); the seeds' demo folders are ``<out>/seed<k>``."""
+    # deferred: the interval module imports scipy
+    from proactive_rl.demo.comparisons import comparisons_table, pooled_comparisons, write_comparisons
+
     path = out / "report" / "seeds.md"
     path.parent.mkdir(parents=True, exist_ok=True)
+    gains = pooled_comparisons({out / f"seed{seed}": stages for seed, stages in runs.items()})
+    write_comparisons(out / "report" / "comparisons.json", gains)
     seeds = ", ".join(str(s) for s in runs)
     text = "\n".join(
         [
@@ -71,6 +79,18 @@ def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained
             "",
             directions_table(runs, trained_tasks),
             "",
+            *(
+                [
+                    "Each gain pooled over the seeds (the mean of the seeds' differences) with its 95 % interval: "
+                    "stratified bootstrap, each seed's held-out items resampled within that seed (docs/spec.md §15; "
+                    "also in `comparisons.json`):",
+                    "",
+                    comparisons_table(gains),
+                    "",
+                ]
+                if gains
+                else []
+            ),
         ]
     )
     path.write_text(text)

@@ -13,6 +13,7 @@ the rewards use (docs/spec.md §13). They are resumable (`proactive_rl.evaluatio
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from pathlib import Path
@@ -266,6 +267,9 @@ class PRSEvaluator(_StreamingEvaluator):
             written = write_report(
                 out_dir, results, prs=report, episodes=episodes, predictions=predictions, plots=plots
             )
+            for kind, rows in self.counterfactual_episodes.items():  # per-episode scores for paired intervals
+                written[f"prs_episodes_{kind}"] = out_dir / f"prs_episodes_{kind}.jsonl"
+                atomic_write_text(written[f"prs_episodes_{kind}"], "".join(json.dumps(r) + "\n" for r in rows))
             scored.files = {k: str(v) for k, v in written.items()}
         return scored
 

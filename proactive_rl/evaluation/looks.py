@@ -124,8 +124,11 @@ def _flat(summary: dict[str, Any], keys: tuple[str, ...], suffix: str = "", pref
 
 
 def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers) -> tuple[dict, dict]:
-    """``(metrics, summary)`` of the blind row and the counterfactuals of a PRS evaluation (module docstring)."""
+    """``(metrics, summary)`` of the blind row and the counterfactuals of a PRS evaluation (module docstring); each
+    counterfactual's per-episode scores go to ``evaluator.counterfactual_episodes`` (kind → rows of
+    ``prs_episodes_<kind>.jsonl``)."""
     alpha, keys = evaluator.config.alpha, ("prs_u", "prs_b")
+    evaluator.counterfactual_episodes = {}
     reference = evaluator.baseline_items()
     blind = _blind(
         evaluator, episodes, lambda: blind_floor("prs", episodes, reference, alpha=alpha, content_scorer=scorers)
@@ -136,7 +139,9 @@ def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers)
         played = [e for e in episodes if e.id in outputs]
         if not played:
             continue
-        cf = score_prs(played, outputs, alpha=alpha, content_scorer=scorers).summary()
+        cf_report = score_prs(played, outputs, alpha=alpha, content_scorer=scorers)
+        evaluator.counterfactual_episodes[kind] = [e.to_dict() for e in cf_report.episodes]
+        cf = cf_report.summary()
         own = score_prs(played, predictions, alpha=alpha, content_scorer=scorers).summary()
         entry = {**with_vision_gain(cf, own, keys), "num_episodes": len(played)}
         metrics.update(_flat(cf, keys, suffix=f"_{kind}"))

@@ -70,6 +70,11 @@ def test_prs_evaluator_reports_the_blind_row_and_the_swap(tiny, monkeypatch, tmp
     assert sorted(json.loads(x)["id"] for x in lines) == sorted(
         f"{e.id}#{k}" for e in evaluator.items() for k in ("swap", "freeze")
     )
+    # each counterfactual's per-episode scores, for the paired intervals (docs/spec.md §15)
+    for kind in ("swap", "freeze"):
+        rows = [json.loads(x) for x in (tmp_path / "prs" / f"prs_episodes_{kind}.jsonl").read_text().splitlines()]
+        assert sorted(r["episode_id"] for r in rows) == sorted(e.id for e in evaluator.items())
+        assert all(r["prs_b"] == pytest.approx(1.0) for r in rows)  # the oracle: 100 with any frames
 
 
 def test_a_policy_that_looks_has_a_vision_gain(tiny, monkeypatch):

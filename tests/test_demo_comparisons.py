@@ -1,0 +1,118 @@
+"""The demo's ``comparisons.json`` and interval tables, from hand-written evaluation folders (no training)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from proactive_rl.demo import comparisons, report, seeds
+
+META = {"date": "today", "machine": "test", "wall_s": 1.0, "command": "proactive-rl demo"}
+
+
+def _stage(key, evaluated=True):
+    return {
+        "key": key,
+        "name": key,
+        "status": "ok" if evaluated else "failed: x",
+        "metrics": {} if evaluated else None,
+    }
+
+
+def _jsonl(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _evaluation(out: Path, key: str, prs_b: list[float], pauc: list[float], acc: list[bool], swap=None) -> None:
+    """``<out>/eval/<key>``: episodes e0, e1 of accident and e2, e3 of atomic (PRS-U = PRS-B / 2), one PAUC turn per
+    entry of `pauc`, one MCQA environment per entry of `acc` (and `swap`: the swapped images' outcomes)."""
+    tasks = ["accident", "accident", "atomic", "atomic"]
+    rows = [
+        {"episode_id": f"e{i}", "group": t, "prs_u": b / 2, "prs_b": b} for i, (t, b) in enumerate(zip(tasks, prs_b))
+    ]
+    _jsonl(out / "eval" / key / "prs" / "prs_episodes.jsonl", rows)
+    _jsonl(out / "eval" / key / "pauc" / "pauc_turns.jsonl",
+           [{"episode_id": "p0", "turn": i, "pauc": {"0.5": s, "1.0": 0.0}} for i, s in enumerate(pauc)])  # fmt: skip
+    _jsonl(out / "eval" / key / "mcqa" / "outcomes.jsonl", [{"id": f"m{i}", "success": s} for i, s in enumerate(acc)])
+    if swap is not None:
+        swapped = [{**r, "prs_b": r["prs_b"] / 2, "prs_u": r["prs_u"] / 2} for r in rows[:3]]  # e3: not swapped
+        _jsonl(out / "eval" / key / "prs" / "prs_episodes_swap.jsonl", swapped)
+        _jsonl(out / "eval" / key / "mcqa" / "outcomes_swap.jsonl",
+               [{"id": f"m{i}", "success": s} for i, s in enumerate(swap)])  # fmt: skip
+
+
+STAGES = [_stage("untrained"), _stage("grounding"), _stage("sft"), _stage("grpo_streaming", False), _stage("final")]
+
+
+def _run(out: Path, shift: float = 0.0) -> list[dict]:
+    _evaluation(out, "untrained", [0.0, 0.1, 0.2, 0.0], [0.1, 0.2, 0.3], [False, True, False, False])
+    (out / "eval" / "grounding" / "caption").mkdir(parents=True)  # caption scores only: compared with nothing
+    _evaluation(out, "sft", [0.5 + shift, 0.7, 0.4, 0.2], [0.3, 0.2, 0.5], [True, True, False, False])
+    _evaluation(out, "grpo_streaming", [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [True] * 4)  # stale: not run now
+    _evaluation(
+        out, "final", [0.6, 0.7, 0.6, 0.2], [0.3, 0.3, 0.5], [True, True, True, False], [False, True, False, False]
+    )
+    return STAGES
+
+
+def _by_key(rows):
+    return {(r["a"], r["b"], r["metric"], r["task"]): r for r in rows}
+
+
+def test_every_comparison_with_its_hand_computed_difference(tmp_path):
+    rows = comparisons.comparisons(tmp_path, _run(tmp_path))
+    assert all(set(r) == {"a", "b", "metric", "task", "diff", "ci_low", "ci_high", "n"} for r in rows)
+    got = _by_key(rows)
+    cells = [(m, t) for m in ("prs_u", "prs_b") for t in ("accident", "atomic", "all")] + [
+        ("pauc", "all"),
+        ("acc", "all"),
+    ]
+    # each stage against the previous evaluated stage with that metric (grounding has none; grpo_streaming did not
+    # run, its folder is stale), and the final PRS and MCQA accuracy against its swapped frames (PAUC saves none)
+    expected = {("sft", "untrained", *c) for c in cells} | {("final", "sft", *c) for c in cells}
+    swaps = {("final", "final swapped frames", *c) for c in cells if c[0] != "pauc"}
+    assert set(got) == expected | swaps
+    hand = {
+        ("sft", "untrained", "prs_b", "accident"): (100 * (0.5 + 0.6) / 2, 2),
+        ("sft", "untrained", "prs_u", "all"): (50 * (0.5 + 0.6 + 0.2 + 0.2) / 4, 4),
+        ("final", "sft", "prs_b", "atomic"): (100 * (0.2 + 0.0) / 2, 2),
+        ("final", "sft", "pauc", "all"): (100 * 0.1 / 3, 3),
+        ("sft", "untrained", "acc", "all"): (25.0, 4),
+        ("final", "final swapped frames", "acc", "all"): (50.0, 4),
+        ("final", "final swapped frames", "prs_b", "atomic"): (100 * 0.6 / 2, 1),  # e3 was not played swapped
+        ("final", "final swapped frames", "prs_b", "all"): (100 * (0.6 + 0.7 + 0.6) / 2 / 3, 3),
+    }
+    for key, (diff, n) in hand.items():
+        assert (got[key]["diff"], got[key]["n"]) == (pytest.approx(diff), n), key
+    for r in rows:
+        assert r["ci_low"] <= r["diff"] <= r["ci_high"], r
+    # the final stage's accident PRS-B gains 0.1 on e0 and 0 on e1: the interval spans exactly those two means
+    accident = got[("final", "sft", "prs_b", "accident")]
+    assert (accident["ci_low"], accident["ci_high"]) == pytest.approx((0.0, 10.0))
+
+
+def test_the_report_writes_comparisons_json_and_a_table(tmp_path):
+    stages = _run(tmp_path)
+    files = report.write_report(tmp_path, stages, [], META)
+    rows = json.loads(files["comparisons"].read_text())
+    assert files["comparisons"] == tmp_path / "report" / "comparisons.json"
+    assert rows == comparisons.comparisons(tmp_path, stages)
+    text = files["markdown"].read_text()
+    line = next(x for x in text.splitlines() if x.startswith("| final | final swapped frames | acc | all |"))
+    assert "+50.00 [" in line and line.endswith("| 4 |")
+
+
+def test_pooled_over_seeds_is_the_mean_of_the_seeds_differences(tmp_path):
+    runs = {0: _run(tmp_path / "seed0"), 1: _run(tmp_path / "seed1", shift=0.3)}
+    path = seeds.write_seeds_report(tmp_path, runs, ("accident",), META)
+    rows = json.loads((tmp_path / "report" / "comparisons.json").read_text())
+    got = _by_key(rows)
+    pooled = got[("sft", "untrained", "prs_b", "accident")]
+    one = _by_key(comparisons.comparisons(tmp_path / "seed0", STAGES))[("sft", "untrained", "prs_b", "accident")]
+    assert pooled["diff"] == pytest.approx(one["diff"] + 100 * 0.3 / 2 / 2)  # seed 1 gains 0.3 more on one of two
+    assert (pooled["n"], pooled["seeds"]) == (4, 2)
+    assert all(r["ci_low"] <= r["diff"] <= r["ci_high"] for r in rows)
+    assert "| sft | untrained | prs_b | accident |" in path.read_text()
