@@ -150,8 +150,9 @@ def _same_results(results: dict, folder: Path, uninterrupted) -> None:
     for name in ("mcqa", "oeg"):
         ours, theirs = results["evaluators"][name], reference["evaluators"][name]
         assert ours["num_items"] == 4 and ours["resumed_items"] == 4 - sum(ours["items_per_rank"])
-        assert {k: v for k, v in ours["summary"].items() if k != "judge_stats"} == {
-            k: v for k, v in theirs["summary"].items() if k != "judge_stats"
+        # the judge's cache counts and the run's speed (wall time per answer) differ between runs by nature
+        assert {k: v for k, v in ours["summary"].items() if k not in ("judge_stats", "speed")} == {
+            k: v for k, v in theirs["summary"].items() if k not in ("judge_stats", "speed")
         }
         assert ours["samples"] == theirs["samples"]
         assert not list((folder / name).glob("partial-rank*.jsonl"))
