@@ -210,7 +210,7 @@ def test_intervention_prs_uses_token_f1_by_default(intervention_files, tmp_path,
     assert cli.main(["score", "--episodes", str(episodes), "--predictions", str(preds), "--out", str(out)]) == 0
     # "please stop" against "stop": P = 1/2, R = 1, F1 = 2/3 (the intervention reward's credit), inside the window
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| intervention"))
-    assert "| 66.67 | 66.67 |" in row and row.rstrip().endswith("| rule:token_f1 |")
+    assert "| 66.67 | 66.67 |" in row and "| rule:token_f1 |" in row
     assert _results(out)["prs"]["groups"]["intervention"]["content_scorer"] == "rule:token_f1"
 
 
