@@ -21,6 +21,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SFT = (ROOT / "recipes/tiny/sft.yaml").read_text()
+# The same training recipe without its evaluation block: what `proactive-rl eval` must resolve on its own.
+SFT_NO_EVAL = SFT.split("# --- evaluation while training")[0]
 # A mistake is reported before any model loads: the interpreter's imports (torch, transformers, TRL), seconds on an
 # idle machine (more on a shared one); the Hub's retries alone used to take 146 s.
 LIMIT_S = 120
@@ -130,13 +132,14 @@ def test_a_gpu_recipe_on_a_cpu_machine(tmp_path):
 
 
 def test_eval_on_a_training_recipe_without_held_out_data_names_the_block(tmp_path):
-    line = error_line(run(["eval", "--config", "tiny/sft.yaml", "--model", "tiny:qwen2_5_vl:xs"], tmp_path))
+    config = recipe(tmp_path, SFT_NO_EVAL)
+    line = error_line(run(["eval", "--config", str(config), "--model", "tiny:qwen2_5_vl:xs"], tmp_path))
     assert "a training recipe with no `eval_callback` block" in line and "eval_callback: {evaluators:" in line, line
 
 
 def test_eval_on_a_training_recipe_evaluates_its_held_out_data(tmp_path):
     held_out = "eval_mixture:\n  - {source: synthetic, task: accident, num_episodes: 1, seed: 9, knobs: {duration: [10, 10]}}\n"
-    config = recipe(tmp_path, SFT + held_out)
+    config = recipe(tmp_path, SFT_NO_EVAL + held_out)
     proc = run(
         ["eval", "--config", str(config), "--model", "tiny:qwen2_5_vl:xs", "--out", "o", "--no-plots"], tmp_path
     )
