@@ -336,20 +336,36 @@ LOOKS_RUN = [
 ]
 
 
-def test_claims_against_the_blind_schedule_and_the_swap_hand_checked():
+def _gain(a, b, metric, task, diff, low, high):
+    return {"a": a, "b": b, "metric": metric, "task": task, "diff": diff, "ci_low": low, "ci_high": high, "n": 20}
+
+
+# comparison rows as `proactive_rl.demo.comparisons` writes them: the claims read their lower bounds
+GAINS = [
+    _gain("sft", "blind schedule", "prs_b", "accident", 14.0, 2.5, 25.0),
+    _gain("grpo_suggestion", "blind schedule", "prs_b", "accident", 25.0, -0.5, 40.0),  # a big point, interval at 0
+    _gain("grpo_suggestion", "grpo_suggestion swapped frames", "prs_b", "accident", 19.0, 0.1, 30.0),
+    _gain("grpo_streaming", "sft", "prs_b", "all", 6.0, -1.0, 12.0),
+    _gain("grpo_suggestion", "grpo_suggestion swapped frames", "acc", "all", 15.0, 0.0, 30.0),  # bound 0: not above
+]
+
+
+def test_claims_read_the_interval_bounds_hand_checked():
     from proactive_rl.demo.checks import claims
 
-    got = {name: (ok, detail) for name, ok, detail in claims(LOOKS_RUN)}
+    got = {name: (ok, detail) for name, ok, detail in claims(LOOKS_RUN, GAINS)}
     assert got == {
         "blind schedule <= 65 on accident PRS-B": (True, "50.0"),
-        "SFT >= blind + 15 on accident PRS-B": (False, "64.0 vs 50.0"),  # 64 < 65
-        "final >= blind + 25 on accident PRS-B": (True, "75.0 vs 50.0"),  # 75 >= 75
-        "swapped frames lower the final accident PRS-B by >= 20": (False, "75.0 vs 56.0"),  # drop 19
-        "streaming GRPO >= SFT + 5 on mean task PRS-B": (True, "70.0 vs 64.0"),  # one task: its PRS-B
+        "SFT > blind schedule on accident PRS-B": (True, "+14.0 [+2.5, +25.0]"),
+        "final > blind schedule on accident PRS-B": (False, "+25.0 [-0.5, +40.0]"),
+        "swapped frames lower the final accident PRS-B": (True, "+19.0 [+0.1, +30.0]"),
+        "streaming GRPO > SFT on PRS-B (streaming tasks)": (False, "+6.0 [-1.0, +12.0]"),
         "final MCQA acc >= image-blind + 15": (True, "45.0 vs 30.0"),
-        "swapped images lower the final MCQA acc by >= 10": (True, "45.0 vs 30.0"),
+        "swapped images lower the final MCQA acc": (False, "+15.0 [+0.0, +30.0]"),
     }
-    assert claims(RUN) == []  # no blind row reported: nothing to claim against
+    missing = {name: ok for name, ok, _ in claims(LOOKS_RUN, GAINS[:1])}
+    assert missing["streaming GRPO > SFT on PRS-B (streaming tasks)"] is None  # no row: not evaluated
+    assert claims(RUN, GAINS) == []  # no blind row reported: nothing to claim against
 
 
 def test_report_shows_the_blind_row_first_and_the_vision_gain():

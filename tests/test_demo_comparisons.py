@@ -116,3 +116,19 @@ def test_pooled_over_seeds_is_the_mean_of_the_seeds_differences(tmp_path):
     assert (pooled["n"], pooled["seeds"]) == (4, 2)
     assert all(r["ci_low"] <= r["diff"] <= r["ci_high"] for r in rows)
     assert "| sft | untrained | prs_b | accident |" in path.read_text()
+
+
+def test_each_stage_against_the_blind_schedules_own_episode_scores(tmp_path):
+    """``prs_episodes_blind.jsonl`` (the blind schedule's per-episode scores, written beside the model's) gives a
+    paired row against the blind schedule per PRS metric and task."""
+    stages = _run(tmp_path)
+    blind = [{"episode_id": f"e{i}", "group": t, "prs_u": 0.1, "prs_b": 0.2}
+             for i, t in enumerate(["accident", "accident", "atomic", "atomic"])]  # fmt: skip
+    _jsonl(tmp_path / "eval" / "sft" / "prs" / "prs_episodes_blind.jsonl", blind)
+    got = _by_key(comparisons.comparisons(tmp_path, stages))
+    row = got[("sft", comparisons.BLIND, "prs_b", "accident")]
+    assert (row["diff"], row["n"]) == (pytest.approx(100 * ((0.5 - 0.2) + (0.7 - 0.2)) / 2), 2)
+    assert got[("sft", comparisons.BLIND, "prs_u", "all")]["diff"] == pytest.approx(
+        100 * ((0.25 + 0.35 + 0.2 + 0.1) / 4 - 0.1)
+    )
+    assert not [k for k in got if k[0] == "final" and k[1] == comparisons.BLIND]  # final's folder has no blind file

@@ -334,10 +334,13 @@ def blind_prs_summary(
     alpha: float = 0.05,
     content_scorer=None,
     max_responses: int = MAX_RESPONSES,
+    per_episode: list | None = None,
 ) -> dict[str, Any]:
     """The blind row of a PRS evaluation: `fit_blind_prs`, then the blind responses scored as `score_prs` scores
     (`proactive_rewards.prs_score` with the evaluation's content scorers, 100 × the mean per group and overall),
-    PRS-U from the PRS-U schedules and PRS-B from the PRS-B ones.
+    PRS-U from the PRS-U schedules and PRS-B from the PRS-B ones. With `per_episode` (a list), each scored
+    episode's ``{"episode_id", "group", "prs_u", "prs_b"}`` (0-1, as `EpisodePRS.to_dict`) is appended to it, for
+    paired intervals against a model's scores (docs/spec.md §15).
 
     Returns:
         `dict`: ``{"overall": {"prs_u", "prs_b", "num_episodes"}, "groups": {group: {...}}, "fit": {task: how},
@@ -347,6 +350,7 @@ def blind_prs_summary(
     blind = fit_blind_prs(episodes, reference, alpha, content_scorer, max_responses)
     summary: dict[str, Any] = {"overall": {}, "groups": {}, "fit": blind.fit, "schedules": {}}
     scored = [e for e in episodes if e.targets]
+    rows = {e.id: {"episode_id": e.id, "group": episode_group(e)} for e in scored}
     for mode in MODES:
         # `score_prs`'s per-episode scorer, for the one variant this schedule was fitted for (PRS-<mode>, penalised)
         scores: dict[str, list[float]] = {}
@@ -359,6 +363,7 @@ def blind_prs_summary(
                 content_scorer=lambda r, t, e=e: content(e, r, t),
             ).score
             scores.setdefault(episode_group(e), []).append(score)
+            rows[e.id][f"prs_{mode.lower()}"] = score
         key = f"prs_{mode.lower()}"
         every = [x for group in scores.values() for x in group]
         summary["overall"].update({key: _mean100(every), "num_episodes": len(every)})
@@ -369,4 +374,6 @@ def blind_prs_summary(
         entry[f"prs_{mode.lower()}"] = {**schedule.to_dict(), "described": schedule.describe()}
     if blind.distinct:
         summary["distinct_schedules"] = {f"{t}/prs_{m.lower()}": n for (t, m), n in blind.distinct.items()}
+    if per_episode is not None:
+        per_episode.extend(rows.values())
     return summary

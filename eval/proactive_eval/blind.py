@@ -39,6 +39,7 @@ def blind_floor(
     content_scorer=None,
     judge=None,
     omegas: Sequence[float] = OMEGAS,
+    per_episode: list | None = None,
 ) -> dict[str, Any]:
     """The blind row of `episodes` under `metric` (module docstring).
 
@@ -50,6 +51,7 @@ def blind_floor(
         content_scorer (`Callable` or `dict`, *optional*): PRS: the evaluation's content scorer(s).
         judge (*optional*): PAUC: the evaluation's judge (required).
         omegas (`Sequence[float]`, *optional*, defaults to `(0, 0.5, 1)`): PAUC: the reported ω.
+        per_episode (`list`, *optional*): PRS: receives each episode's blind scores (`blind_prs_summary`).
 
     Returns:
         `dict`: the summary of `proactive_eval.baseline.blind_prs_summary` or
@@ -57,7 +59,9 @@ def blind_floor(
         ``schedules``), × 100, never below `SILENCE`.
     """
     if metric == "prs":
-        return blind_prs_summary(episodes, reference, alpha=alpha, content_scorer=content_scorer)
+        return blind_prs_summary(
+            episodes, reference, alpha=alpha, content_scorer=content_scorer, per_episode=per_episode
+        )
     if metric == "pauc":
         if judge is None:
             raise ValueError("blind_floor: PAUC needs the evaluation's judge")

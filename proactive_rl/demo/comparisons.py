@@ -2,10 +2,11 @@
 
 The per-item scores come from the evaluators' files under ``<out>/eval/<stage>/``: ``prs/prs_episodes.jsonl`` /
 ``prs_episodes_swap.jsonl`` (PRS-U / PRS-B per episode, per task and over all tasks, own and swapped frames),
-``pauc/pauc_turns.jsonl`` (PAUC at ω = 0.5 per turn, the table's turn-weighted mean) and ``mcqa/outcomes.jsonl`` /
-``outcomes_swap.jsonl`` (MCQA accuracy per environment, own and swapped images). Compared: each evaluated stage with
-the previous stage that has the same metric and task, and PRS and MCQA accuracy on own vs swapped frames. The blind
-floor and PAUC's swapped frames save no per-item scores, so they have no interval here.
+``prs_episodes_blind.jsonl`` (the blind schedule's, the same for every stage), ``pauc/pauc_turns.jsonl`` (PAUC at
+ω = 0.5 per turn, the table's turn-weighted mean) and ``mcqa/outcomes.jsonl`` / ``outcomes_swap.jsonl`` (MCQA
+accuracy per environment, own and swapped images). Compared: each evaluated stage with the previous stage that has
+the same metric and task, PRS and MCQA accuracy on own vs swapped frames, and PRS against the blind schedule. PAUC's
+blind answer and swapped frames, and MCQA's image-blind policy, save no per-item scores, so they have no interval here.
 
 A row is ``{"a", "b", "metric", "task", "diff", "ci_low", "ci_high", "n"}``: ``diff`` = mean(a − b) over the items
 both rows scored (× 100, as the table), paired over those items; pooled over seeds (`pooled_comparisons`) the mean of
@@ -21,6 +22,7 @@ from typing import Any
 from proactive_eval.intervals import paired_interval, stratified_interval
 
 SWAPPED = "swapped frames"
+BLIND = "blind schedule"
 Key = tuple[str, str, str, str]  # (a, b, metric, task)
 Scores = dict[tuple[str, str], dict[str, float]]  # (metric, task) -> item id -> score
 
@@ -29,11 +31,13 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
 
-def stage_scores(eval_dir: Path) -> tuple[Scores, Scores]:
-    """``(own, swapped)`` per-item scores of one stage's evaluation folder (module docstring), × 100."""
+def stage_scores(eval_dir: Path) -> tuple[Scores, Scores, Scores]:
+    """``(own, swapped, blind)`` per-item scores of one stage's evaluation folder (module docstring), × 100."""
     own: Scores = {}
     swapped: Scores = {}
-    for name, scores in (("prs_episodes.jsonl", own), ("prs_episodes_swap.jsonl", swapped)):
+    blind: Scores = {}
+    prs = (("prs_episodes.jsonl", own), ("prs_episodes_swap.jsonl", swapped), ("prs_episodes_blind.jsonl", blind))
+    for name, scores in prs:
         for r in _records(eval_dir / "prs" / name):
             for metric in ("prs_u", "prs_b"):
                 for task in (r["group"], "all"):
@@ -43,7 +47,7 @@ def stage_scores(eval_dir: Path) -> tuple[Scores, Scores]:
     for name, scores in (("outcomes.jsonl", own), ("outcomes_swap.jsonl", swapped)):
         for r in _records(eval_dir / "mcqa" / name):
             scores.setdefault(("acc", "all"), {})[r["id"]] = 100.0 * bool(r["success"])
-    return own, swapped
+    return own, swapped, blind
 
 
 def _pair(a: dict[str, float], b: dict[str, float]) -> tuple[list[float], list[float]]:
@@ -59,7 +63,7 @@ def paired_scores(out: Path, stages: list[dict[str, Any]]) -> dict[Key, tuple[li
     for stage in stages:
         if stage.get("metrics") is None:
             continue
-        own, swapped = stage_scores(out / "eval" / stage["key"])
+        own, swapped, blind = stage_scores(out / "eval" / stage["key"])
         for (metric, task), scores in own.items():
             if (metric, task) in latest:
                 before, previous = latest[(metric, task)]
@@ -69,6 +73,8 @@ def paired_scores(out: Path, stages: list[dict[str, Any]]) -> dict[Key, tuple[li
                 pairs[(stage["key"], f"{stage['key']} {SWAPPED}", metric, task)] = _pair(
                     scores, swapped[(metric, task)]
                 )
+            if (metric, task) in blind:
+                pairs[(stage["key"], BLIND, metric, task)] = _pair(scores, blind[(metric, task)])
     return {key: pair for key, pair in pairs.items() if pair[0]}
 
 

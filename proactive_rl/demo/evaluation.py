@@ -31,19 +31,31 @@ from proactive_rl.synthetic.export import DATASET_RULES
 logger = logging.getLogger(__name__)
 
 
-def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
-
+def _looks(settings: DemoSettings) -> dict[str, Any]:
     # Does the model look? Every evaluator also reports the best frame-blind policy fitted on the training split
     # (the "blind schedule" row) and the model's score with each held-out episode's frames swapped for another's
     # (``<metric>_swap``, ``vision_gain_<metric>``; docs/spec.md §14).
-    looks = {"counterfactual": ["swap"]} if settings.counterfactual else {}
+    return {"counterfactual": ["swap"]} if settings.counterfactual else {}
+
+
+def prs_evaluator(data: Path, settings: DemoSettings, progress: bool = False) -> PRSEvaluator:
+    """The demo's PRS-U / PRS-B evaluator: the first ``settings.eval_episodes`` held-out episodes of each streaming
+    task (one file each), greedy turns of at most ``settings.prs_max_new_tokens`` tokens."""
     prs = {
         "type": "prs",
         "episodes": [{"source": str(task_file(data, "test", t))} for t in settings.tasks],
         "baseline_episodes": [{"source": str(task_file(data, "train", t))} for t in settings.tasks],
         "max_new_tokens": settings.prs_max_new_tokens,
-        **looks,
+        **_looks(settings),
     }
+    prs = EvaluatorConfig.from_dict(prs, "demo.prs")
+    # The first N episodes of each task (one file each), not the first N of the concatenation.
+    episodes = [e for src in prs.episodes for e in load_mixture([src])[0][: settings.eval_episodes]]
+    return PRSEvaluator(prs, progress=progress, items=episodes)
+
+
+def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
+    looks = _looks(settings)
     pauc = {
         "type": "pauc",
         "episodes": [{"source": str(task_file(data, "test", PAUC_TASK))}],
@@ -65,16 +77,15 @@ def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
         "answer_letters_only": True,
         "protocol": "unfiltered",  # synthetic exports, not the benchmark's files
     }
-    prs, pauc, mcqa = (EvaluatorConfig.from_dict(c, f"demo.{c['type']}") for c in (prs, pauc, mcqa))
-    # The first N episodes / environments of each task / kind (one file each), not the first N of the concatenation.
-    episodes = [e for src in prs.episodes for e in load_mixture([src])[0][: settings.eval_episodes]]
+    pauc, mcqa = (EvaluatorConfig.from_dict(c, f"demo.{c['type']}") for c in (pauc, mcqa))
+    # The first N environments of each kind (one file each), not the first N of the concatenation.
     envs = [
         e
         for spec in mcqa.environments
         for e in proactivebench_environments(spec["path"], spec["dataset"])[: settings.eval_envs]
     ]
     return [
-        PRSEvaluator(prs, progress=progress, items=episodes),
+        prs_evaluator(data, settings, progress),
         PAUCEvaluator(pauc, progress=progress),
         MCQAEvaluator(mcqa, progress=progress, items=envs),
     ]

@@ -86,6 +86,7 @@ def run_demo(
     ``<out>/demo_results.json``)."""
     # deferred: keeps --help / light imports fast
     from proactive_rl.demo.checks import SMOKE_NOTE, checks_markdown, claims, directions, smoke_checks
+    from proactive_rl.demo.comparisons import comparisons
     from proactive_rl.demo.report import console_table, write_report
     from proactive_rl.demo.stages import build_model, generate_data, say
 
@@ -115,7 +116,8 @@ def run_demo(
 
     wall = time.perf_counter() - start
     meta = _run_meta(wall, command)
-    checks = smoke_checks(results) if settings.smoke else directions(results, settings.tasks) + claims(results)
+    gains = comparisons(out, results)
+    checks = smoke_checks(results) if settings.smoke else directions(results, settings.tasks) + claims(results, gains)
     markdown = checks_markdown(checks)
     files = write_report(
         out,
@@ -123,6 +125,7 @@ def run_demo(
         _timeline_episodes(data, settings),
         meta,
         f"{SMOKE_NOTE}\n\n{markdown}" if settings.smoke else markdown,
+        gains,
     )
     summary = {
         "stages": [{k: v for k, v in s.items() if k != "predictions"} for s in results],

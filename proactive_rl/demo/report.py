@@ -255,11 +255,16 @@ def plot_timeline(episode, stages: list[dict[str, Any]], path: Path) -> Path:
 
 
 def write_report(
-    out: Path, stages: list[dict[str, Any]], timeline_episodes: list, meta: dict[str, Any], checks: str = ""
+    out: Path,
+    stages: list[dict[str, Any]],
+    timeline_episodes: list,
+    meta: dict[str, Any],
+    checks: str = "",
+    gains: list[dict[str, Any]] | None = None,
 ) -> dict[str, Path]:
     """``<out>/report/``: ``README.md`` (table, timings, what each stage ran), ``metrics_by_stage.png``,
-    ``timeline_<id>.png``, ``comparisons.json`` (every gain with its interval, `proactive_rl.demo.comparisons`);
-    the per-stage evaluation reports stay in ``<out>/eval/<stage>/``."""
+    ``timeline_<id>.png``, ``comparisons.json`` (every gain with its interval, `proactive_rl.demo.comparisons`;
+    `gains` when already computed); the per-stage evaluation reports stay in ``<out>/eval/<stage>/``."""
     # deferred: the interval module imports scipy
     from proactive_rl.demo.comparisons import comparisons, comparisons_table, write_comparisons
 
@@ -269,7 +274,7 @@ def write_report(
     for episode in timeline_episodes:
         files[f"timeline_{episode.id}"] = plot_timeline(episode, stages, report / f"timeline_{episode.id}.png")
     looks, timing, answers = looks_table(stages), timing_table(stages), answers_table(stages)
-    gains = comparisons(out, stages)
+    gains = comparisons(out, stages) if gains is None else gains
     files["comparisons"] = write_comparisons(report / "comparisons.json", gains)
     lines = [
         "# proactive-rl demo report",

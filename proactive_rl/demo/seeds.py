@@ -42,13 +42,30 @@ def seeds_table(runs: dict[int, list[dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
-def directions_table(runs: dict[int, list[dict[str, Any]]], trained_tasks: tuple[str, ...]) -> str:
-    """Markdown: one row per direction, one column per seed (yes / **no** / not run)."""
-    per_seed = {seed: directions(stages, trained_tasks) + claims(stages) for seed, stages in runs.items()}
+def directions_table(
+    runs: dict[int, list[dict[str, Any]]],
+    trained_tasks: tuple[str, ...],
+    gains: dict[int, list[dict[str, Any]]] | None = None,
+    pooled: list[dict[str, Any]] | None = None,
+) -> str:
+    """Markdown: one row per direction, one column per seed (yes / **no** / not run); the claims read each seed's
+    comparison rows (`gains`: seed -> rows) and, in a last column, the rows pooled over the seeds (`pooled`)."""
+    gains = gains or {}
+    per_seed = {
+        seed: directions(stages, trained_tasks) + claims(stages, gains.get(seed, [])) for seed, stages in runs.items()
+    }
     seeds = list(per_seed)
-    lines = ["| direction | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|" + "---|" * (len(seeds) + 1)]
+    pooled_claims = {}
+    if pooled is not None:
+        first = runs[seeds[0]]
+        pooled_claims = {name: (ok, detail) for name, ok, detail in claims(first, pooled)}
+    header = [f"seed {s}" for s in seeds] + (["pooled (95 % CI)"] if pooled is not None else [])
+    lines = ["| direction | " + " | ".join(header) + " |", "|" + "---|" * (len(header) + 1)]
     for j, (name, _, _) in enumerate(per_seed[seeds[0]]):
         cells = [f"{MARK[per_seed[s][j][1]]} ({per_seed[s][j][2]})" for s in seeds]
+        if pooled is not None:
+            ok, detail = pooled_claims.get(name, (None, "–"))
+            cells.append(f"{MARK[ok]} ({detail})" if name in pooled_claims else "–")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -57,12 +74,13 @@ def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained
     """``<out>/report/seeds.md``: the mean ± sd table, the directions per seed and the pooled gains (module
     docstring); the seeds' demo folders are ``<out>/seed<k>``."""
     # deferred: the interval module imports scipy
-    from proactive_rl.demo.comparisons import comparisons_table, pooled_comparisons, write_comparisons
+    from proactive_rl.demo.comparisons import comparisons, comparisons_table, pooled_comparisons, write_comparisons
 
     path = out / "report" / "seeds.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     gains = pooled_comparisons({out / f"seed{seed}": stages for seed, stages in runs.items()})
     write_comparisons(out / "report" / "comparisons.json", gains)
+    per_seed = {seed: comparisons(out / f"seed{seed}", stages) for seed, stages in runs.items()}
     seeds = ", ".join(str(s) for s in runs)
     text = "\n".join(
         [
@@ -75,9 +93,10 @@ def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained
             "",
             seeds_table(runs),
             "",
-            "Which directions hold in which seed (values: this stage vs the one compared):",
+            "Which directions and claims hold in which seed, and pooled over the seeds (values: this stage vs the one "
+            "compared; a claim: the gain [95 % CI], which holds when the interval's lower bound is above 0):",
             "",
-            directions_table(runs, trained_tasks),
+            directions_table(runs, trained_tasks, per_seed, gains),
             "",
             *(
                 [

@@ -125,14 +125,17 @@ def _flat(summary: dict[str, Any], keys: tuple[str, ...], suffix: str = "", pref
 
 def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind row and the counterfactuals of a PRS evaluation (module docstring); each
-    counterfactual's per-episode scores go to ``evaluator.counterfactual_episodes`` (kind → rows of
-    ``prs_episodes_<kind>.jsonl``)."""
+    counterfactual's per-episode scores, and the blind schedule's (kind ``blind``), go to
+    ``evaluator.counterfactual_episodes`` (kind → rows of ``prs_episodes_<kind>.jsonl``)."""
     alpha, keys = evaluator.config.alpha, ("prs_u", "prs_b")
-    evaluator.counterfactual_episodes = {}
     reference = evaluator.baseline_items()
-    blind = _blind(
-        evaluator, episodes, lambda: blind_floor("prs", episodes, reference, alpha=alpha, content_scorer=scorers)
-    )
+
+    def fit():
+        rows: list = []
+        return blind_floor("prs", episodes, reference, alpha=alpha, content_scorer=scorers, per_episode=rows), rows
+
+    blind, blind_rows = _blind(evaluator, episodes, fit)
+    evaluator.counterfactual_episodes = {"blind": blind_rows}
     metrics = _flat(blind, keys, prefix="blind_")
     summary: dict[str, Any] = {"blind": blind}
     for kind, outputs in runs.items():

@@ -31,9 +31,18 @@ def test_hand_computed_optimum_fitted_and_leave_one_out():
     assert fitted["overall"]["prs_u"] == pytest.approx(100 * (E(-0.2) + E(-0.1) + 1) / 3, abs=1e-4)
     # Leave-one-out: two targets are best served at either of them (a tie, the earlier time wins):
     # without 4 -> 6 s (scores e^-0.1 on 4), without 6 -> 4 s (e^-0.1 on 6), without 8 -> 4 s (e^-0.2 on 8).
-    loo = blind_prs_summary(episodes)
+    rows: list = []
+    loo = blind_prs_summary(episodes, per_episode=rows)
     assert loo["fit"] == {"accident": "leave_one_out"}
     assert loo["overall"]["prs_b"] == pytest.approx(100 * (2 * E(-0.1) + E(-0.2)) / 3, abs=1e-4)  # 87.6135
+    # the same scores per episode (what the demo's paired intervals against the blind schedule read)
+    assert [(r["episode_id"], r["group"]) for r in rows] == [
+        ("w4", "accident"),
+        ("w6", "accident"),
+        ("w8", "accident"),
+    ]
+    assert [r["prs_b"] for r in rows] == pytest.approx([E(-0.1), E(-0.1), E(-0.2)], abs=1e-6)
+    assert loo == blind_prs_summary(episodes)  # the summary itself is unchanged
     blind = fit_blind_prs(episodes)
     assert [r.time for r in blind.predictions["B"]["w4"]] == [6.0]
     assert [r.time for r in blind.predictions["B"]["w6"]] == [4.0]

@@ -15,6 +15,7 @@ from trl import GRPOConfig
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
 from proactive_rl.data import load_mixture, parse_mixture
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
+from proactive_rl.grpo.streaming.credit import ADVANTAGES
 from proactive_rl.grpo.streaming.windows import RolloutWindow, build_windows
 from proactive_rl.training import eval_callback_config
 
@@ -38,6 +39,15 @@ class StreamingGRPOConfig(GRPOConfig):
         rollout_batch_size (`int`, *optional*, defaults to `8`): rollout groups (windows, G rows each) of a rank's
             generation batch played in lockstep, one batched vision call and one batched language-model call per
             step (`proactive_rl.streaming.batch`; the same rollouts as one group after another, ``1``).
+        advantage (`str`, *optional*, defaults to `"trajectory"`): what a policy turn's tokens carry (docs/spec.md §8):
+            ``"trajectory"`` (TRL's group advantage of the window reward, on every token), ``"decision"`` (the
+            per-decision advantage from the rows that shared the turn's history, `proactive_rl.grpo.streaming.credit`)
+            or ``"mixed"`` (the first plus ``decision_weight`` times the second).
+        decision_weight (`float`, *optional*, defaults to `1.0`): the weight ``w`` of ``"mixed"``.
+        dynamic_sampling (`bool`, *optional*, defaults to `False`): a group whose rewards have no spread (no gradient)
+            is replaced by a new window's group, rolled out on the same rank, up to ``max_refills`` rounds per
+            generation batch (``rollout/zero_spread_groups``, ``rollout/refilled_groups`` are logged).
+        max_refills (`int`, *optional*, defaults to `2`): rounds of refills per generation batch.
     """
 
     max_turn_tokens: int = field(default=16, metadata={"help": "Per-turn cap on decoded tokens."})
@@ -51,6 +61,10 @@ class StreamingGRPOConfig(GRPOConfig):
     system_prompt: str = field(default=DEFAULT_SYSTEM_PROMPT, metadata={"help": "The system turn."})
     frame_cache_size: int = field(default=64, metadata={"help": "Episodes whose frames stay in memory."})
     rollout_batch_size: int = field(default=8, metadata={"help": "Rollout groups played in lockstep."})
+    advantage: str = field(default="trajectory", metadata={"help": f"One of {ADVANTAGES} (docs/spec.md §8)."})
+    decision_weight: float = field(default=1.0, metadata={"help": "Weight of the decision advantage in 'mixed'."})
+    dynamic_sampling: bool = field(default=False, metadata={"help": "Refill groups whose rewards have no spread."})
+    max_refills: int = field(default=2, metadata={"help": "Refill rounds per generation batch."})
 
     def __post_init__(self):
         # the reward columns (task, targets) must reach the rewards
@@ -60,6 +74,16 @@ class StreamingGRPOConfig(GRPOConfig):
             raise ValueError(f"max_turn_tokens: must be >= 1, got {self.max_turn_tokens}")
         if self.rollout_batch_size < 1:
             raise ValueError(f"rollout_batch_size: must be >= 1, got {self.rollout_batch_size}")
+        if self.advantage not in ADVANTAGES:
+            raise ValueError(f"advantage: expected one of {ADVANTAGES}, got {self.advantage!r}")
+        if self.max_refills < 0:
+            raise ValueError(f"max_refills: must be >= 0, got {self.max_refills}")
+        per_rank = self.generation_batch_size // max(self.world_size, 1)
+        if self.dynamic_sampling and per_rank % self.num_generations:
+            raise ValueError(
+                f"dynamic_sampling: each rank's generation batch ({per_rank} rows) must hold whole groups of "
+                f"num_generations={self.num_generations}, so that a rank can refill a group alone"
+            )
         if self.reward_on_error not in ON_ERROR:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
         if self.use_vllm:
