@@ -21,8 +21,11 @@ $(STAMP): pyproject.toml rewards/pyproject.toml eval/pyproject.toml constraints.
 	$(PY) -m pip install -q -c constraints.txt $(TORCH_PINS) -e ./rewards -e "./eval[judge,plots,video]" -e ".[train,video,judge,wandb,dev]"
 	touch $(STAMP)
 
+# Two pytest workers, one test file each at a time (module fixtures built once): much of the suite waits on the
+# subprocesses it launches. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 test-fast: install
 	$(PY) -m pytest -m "not slow and not distributed"

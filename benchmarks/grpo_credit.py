@@ -242,7 +242,7 @@ Written by `{command}` from the SFT checkpoints of `make demo SEEDS=3`; do not e
 docs/spec.md §8 (advantages, dynamic sampling); the intervals: docs/spec.md §15.
 
 {runs} runs per variant (3 world seeds × 2 training seeds), each the demo's streaming GRPO stage from that world's SFT
-model, scored on the world's held-out episodes of the four streaming tasks (own frames). Gains are paired over
+model, scored on the world's held-out episodes of the streaming tasks (own frames). Gains are paired over
 episodes within a run and pooled over runs (stratified bootstrap, 95 %).
 
 {table}
