@@ -8,7 +8,8 @@ For each world seed (a `make demo` seed folder), each training seed (the demo's 
 demo's streaming GRPO stage is rerun from that seed's SFT model with the variant's fields (`VARIANTS`) and scored
 with the demo's PRS evaluator on the held-out episodes of the streaming tasks (`prs_evaluator`, own frames). Equal
 rollout budget: a dynamic-sampling run refills at most once per batch (``max_refills: 1``) and trains
-``DS_STEPS`` steps, so its rollout groups (counted from its log) stay near the others' (reported). Per variant,
+``DS_STEPS`` steps, so its rollouts (counted from its log) stay near the others' (reported); the G = 8 variants
+roll the same 16 rollouts a step as 2 groups of 8. Per variant,
 pooled over the runs (a stratified bootstrap, `proactive_eval.intervals`): PRS-B gain over SFT, missed and repeated
 targets per episode vs SFT, and the change in latency of the targets both answered; and each variant vs the
 trajectory variant on the same runs. Each run's scores are kept (``<out>/s<k>/t<j>/<variant>/scores.json``), so an
@@ -46,14 +47,22 @@ VARIANTS = {
         "max_refills": 1,
         "max_steps": DS_STEPS,
     },
+    # the same rollout budget in groups of 8 (2 windows a step): more rows share each state, more decisions split
+    "decision-g8": {"advantage": "decision", "num_generations": 8},
+    "mixed-g8": {"advantage": "mixed", "decision_weight": 1.0, "num_generations": 8},
 }
 TRAIN_SEED_STEP = 100
 
 
 def _settings(seed_dir: Path):
+    """The demo settings of a seed folder (its ``demo_results.json``; while that seed's demo still runs: the default
+    settings with the folder's seed, which `make demo SEEDS=3` uses)."""
     from proactive_rl.demo.settings import DemoSettings
 
-    saved = json.loads((seed_dir / "demo_results.json").read_text())["settings"]
+    path = seed_dir / "demo_results.json"
+    if not path.is_file():
+        return DemoSettings(seed=int(seed_dir.name.removeprefix("seed")))
+    saved = json.loads(path.read_text())["settings"]
     return DemoSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
 
 
@@ -95,7 +104,7 @@ def run_one(seed_dir: Path, train_seed: int, variant: str, out: Path) -> dict:
     train_s = time.perf_counter() - t0
     logs = json.loads((model_dir / "trainer_state.json").read_text())["log_history"]
     steps = [entry for entry in logs if "reward" in entry]
-    groups_per_step = recipe.get("per_device_train_batch_size", 16) // recipe.get("num_generations", 4)
+    rows, group = 16, recipe.get("num_generations", 4)  # the tiny recipe's rollouts a step, and G
     model, processor = load_model(str(model_dir))
     model.eval()
     looked_at = replace(settings, counterfactual=False)
@@ -105,7 +114,7 @@ def run_one(seed_dir: Path, train_seed: int, variant: str, out: Path) -> dict:
         "train_seed": recipe["seed"],
         "variant": variant,
         "episodes": per_episode(out / "eval"),
-        "rollout_groups": sum(groups_per_step + e.get("rollout/refilled_groups", 0) for e in steps),
+        "rollouts": sum(rows + group * e.get("rollout/refilled_groups", 0) for e in steps),
         "zero_spread": statistics.fmean(e.get("rollout/zero_spread_groups", e["frac_reward_zero_std"]) for e in steps),
         "train_s": round(train_s, 1),
     }
@@ -166,7 +175,7 @@ def summarise(results: dict[tuple, dict], sft: dict[str, dict]) -> tuple[str, di
     keys = sorted({(s, t) for s, t, _ in results})
     lines = [
         "| variant | PRS-B gain over SFT [95 % CI] | vs trajectory [95 % CI] | missed / episode vs SFT | "
-        "repeated / episode vs SFT | latency vs SFT (s) | median latency (s) | rollout groups | zero-spread groups |",
+        "repeated / episode vs SFT | latency vs SFT (s) | median latency (s) | rollouts | zero-spread groups |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     values = {}
@@ -175,17 +184,17 @@ def summarise(results: dict[tuple, dict], sft: dict[str, dict]) -> tuple[str, di
         if len(runs) < len(keys):
             continue
         base = [sft[s] for s, _ in keys]
-        trajectory = [results[(s, t, "trajectory")] for s, t in keys]
+        trajectory = [results.get((s, t, "trajectory")) for s, t in keys]
         gain = stratified_interval(_pairs(runs, base, "prs_b"))
-        versus = stratified_interval(_pairs(runs, trajectory, "prs_b"))
+        versus = stratified_interval(_pairs(runs, trajectory, "prs_b")) if all(trajectory) else None
         missed = stratified_interval(_pairs(runs, base, "missed"))
         repeated = stratified_interval(_pairs(runs, base, "repeated"))
         latency = stratified_interval(_latency_pairs(runs, base))
         median = statistics.median(x for r in runs for e in r["episodes"].values() for x in e["latency"].values())
-        groups = statistics.fmean(r["rollout_groups"] for r in runs)
+        groups = statistics.fmean(r.get("rollouts", 4 * r.get("rollout_groups", 0)) for r in runs)
         zero = 100 * statistics.fmean(r["zero_spread"] for r in runs)
-        values[variant] = {"gain": gain.as_dict(), "vs_trajectory": versus.as_dict(), "rollout_groups": groups}
-        vs = "—" if variant == "trajectory" else _fmt(versus)
+        values[variant] = {"gain": gain.as_dict(), "vs_trajectory": versus and versus.as_dict(), "rollouts": groups}
+        vs = "—" if variant == "trajectory" or versus is None else _fmt(versus)
         lines.append(
             f"| {variant} | {_fmt(gain)} | {vs} | {_fmt(missed)} | {_fmt(repeated)} | {_fmt(latency)} | "
             f"{median:.1f} | {groups:.0f} | {zero:.0f} % |"
