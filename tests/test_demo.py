@@ -363,6 +363,8 @@ def test_claims_read_the_interval_bounds_hand_checked():
         "final MCQA acc >= image-blind + 15": (True, "45.0 vs 30.0"),
         "swapped images lower the final MCQA acc": (False, "+15.0 [+0.0, +30.0]"),
     }
+    pooled = [name for name, _, _ in claims(LOOKS_RUN, GAINS, points=False)]
+    assert pooled == [n for n in got if not n.startswith(("blind schedule <=", "final MCQA acc >="))]
     missing = {name: ok for name, ok, _ in claims(LOOKS_RUN, GAINS[:1])}
     assert missing["streaming GRPO > SFT on PRS-B (streaming tasks)"] is None  # no row: not evaluated
     assert claims(RUN, GAINS) == []  # no blind row reported: nothing to claim against

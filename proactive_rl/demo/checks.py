@@ -85,10 +85,13 @@ def directions(stages: list[dict[str, Any]], trained_tasks: tuple[str, ...]) -> 
     return checks
 
 
-def claims(stages: list[dict[str, Any]], gains: list[dict[str, Any]]) -> list[tuple[str, bool | None, str]]:
+def claims(
+    stages: list[dict[str, Any]], gains: list[dict[str, Any]], points: bool = True
+) -> list[tuple[str, bool | None, str]]:
     """The claims of the module docstring on one run's stages and its comparison rows (`gains`: one seed's paired
     rows or the seeds' pooled ones); empty when the evaluation reported no blind row. A claim holds when its row's
-    ``ci_low`` is above 0; without its row (a stage that did not run) it is not evaluated."""
+    ``ci_low`` is above 0; without its row (a stage that did not run) it is not evaluated. ``points=False`` leaves
+    out the two point checks (pooled rows say nothing about one seed's points)."""
     m = _metrics(stages)
     blind = next((row for row in m.values() if row.get("blind_prs_b") is not None), None)
     if blind is None:
@@ -102,7 +105,7 @@ def claims(stages: list[dict[str, Any]], gains: list[dict[str, Any]]) -> list[tu
         detail = "–" if r is None else f"{r['diff']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
         checks.append((name, None if r is None else r["ci_low"] > 0, detail))
 
-    for task in tasks:
+    for task in tasks if points else []:
         b = blind[f"{task}/blind_prs_b"]
         checks.append((f"blind schedule <= {BLIND_MAX:g} on {task} PRS-B", b <= BLIND_MAX, f"{b:.1f}"))
     for task in tasks:
@@ -121,9 +124,10 @@ def claims(stages: list[dict[str, Any]], gains: list[dict[str, Any]]) -> list[tu
     final = m.get("grpo_suggestion") or {}
     a, b = final.get("acc"), blind.get("blind_acc")
     ok = None if a is None or b is None else a >= b + MCQA_OVER_BLIND
-    checks.append(
-        (f"final MCQA acc >= image-blind + {MCQA_OVER_BLIND:g}", ok, "–" if ok is None else f"{a:.1f} vs {b:.1f}")
-    )
+    if points:
+        checks.append(
+            (f"final MCQA acc >= image-blind + {MCQA_OVER_BLIND:g}", ok, "–" if ok is None else f"{a:.1f} vs {b:.1f}")
+        )
     gain("swapped images lower the final MCQA acc", "grpo_suggestion", f"grpo_suggestion {SWAPPED}", "acc", "all")
     return checks
 

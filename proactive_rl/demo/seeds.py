@@ -58,7 +58,7 @@ def directions_table(
     pooled_claims = {}
     if pooled is not None:
         first = runs[seeds[0]]
-        pooled_claims = {name: (ok, detail) for name, ok, detail in claims(first, pooled)}
+        pooled_claims = {name: (ok, detail) for name, ok, detail in claims(first, pooled, points=False)}
     header = [f"seed {s}" for s in seeds] + (["pooled (95 % CI)"] if pooled is not None else [])
     lines = ["| direction | " + " | ".join(header) + " |", "|" + "---|" * (len(header) + 1)]
     for j, (name, _, _) in enumerate(per_seed[seeds[0]]):
