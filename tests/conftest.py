@@ -20,3 +20,15 @@ def qwen_release(tmp_path_factory):
     from tests.support.real_vocab import write_release
 
     return write_release(tmp_path_factory.mktemp("qwen2_5_vl_release"))
+
+
+@pytest.fixture(scope="module")
+def proactive():
+    """A tiny Qwen2.5-VL whose head answers like a proactive model (`tests.support.stand_in`): silent at most frames,
+    responding at some, so its rollouts keep most silent drafts and a group's rollouts really diverge. Built once
+    per test module."""
+    from proactive_rl.models import build_tiny
+    from tests.support.stand_in import proactive_stand_in
+
+    model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
+    return proactive_stand_in(model, processor, respond=0.3), processor

@@ -94,17 +94,6 @@ def test_the_override_lays_each_turns_advantage_on_its_tokens():
 
 
 @pytest.fixture(scope="module")
-def proactive():
-    """A tiny Qwen2.5-VL whose head answers like a proactive model (silent mostly, responding at some frames), so
-    the rollouts of a group really diverge."""
-    from proactive_rl.models import build_tiny
-    from tests.support.stand_in import proactive_stand_in
-
-    model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
-    return proactive_stand_in(model, processor, respond=0.3), processor
-
-
-@pytest.fixture(scope="module")
 def windows():
     from proactive_rl.synthetic import generate_episodes
 

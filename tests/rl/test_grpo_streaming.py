@@ -229,16 +229,6 @@ def generation_batch(trainer, windows):
     return [w.row() for w in windows for _ in range(G)]
 
 
-@pytest.fixture(scope="module")
-def proactive():
-    """A tiny model with a proactive head: its rollouts keep most silent drafts (the untrained one rejects them)."""
-    from proactive_rl.models import build_tiny
-    from tests.support.stand_in import proactive_stand_in
-
-    model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
-    return proactive_stand_in(model, processor, respond=0.3), processor
-
-
 @pytest.mark.parametrize("policy", ["untrained", "proactive"])
 def test_trainer_recomputes_the_rollout_logprobs(policy, request, windows, tmp_path):
     """Acceptance 2: the rollout's log-probs equal the trainer's own recomputation on the same weights (≤ 1e-4).
