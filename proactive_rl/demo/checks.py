@@ -121,10 +121,9 @@ def claims(
             task,
         )
     gain("streaming GRPO > SFT on PRS-B (streaming tasks)", "grpo_streaming", "sft", "prs_b", "all")
-    final = m.get("grpo_suggestion") or {}
-    a, b = final.get("acc"), blind.get("blind_acc")
-    ok = None if a is None or b is None else a >= b + MCQA_OVER_BLIND
     if points:
+        a, b = (m.get("grpo_suggestion") or {}).get("acc"), blind.get("blind_acc")
+        ok = None if a is None or b is None else a >= b + MCQA_OVER_BLIND
         checks.append(
             (f"final MCQA acc >= image-blind + {MCQA_OVER_BLIND:g}", ok, "–" if ok is None else f"{a:.1f} vs {b:.1f}")
         )
