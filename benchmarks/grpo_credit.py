@@ -50,6 +50,10 @@ VARIANTS = {
     # the same rollout budget in groups of 8 (2 windows a step): more rows share each state, more decisions split
     "decision-g8": {"advantage": "decision", "num_generations": 8},
     "mixed-g8": {"advantage": "mixed", "decision_weight": 1.0, "num_generations": 8},
+    # a coarser anchor: every row of the group at a step (same frames, any history), so every step where the rows
+    # disagreed is credited, not only those whose histories were identical
+    "decision-step": {"advantage": "decision", "decision_anchor": "step"},
+    "mixed-step": {"advantage": "mixed", "decision_weight": 1.0, "decision_anchor": "step"},
 }
 TRAIN_SEED_STEP = 100
 

@@ -132,3 +132,38 @@ def test_each_stage_against_the_blind_schedules_own_episode_scores(tmp_path):
         100 * ((0.25 + 0.35 + 0.2 + 0.1) / 4 - 0.1)
     )
     assert not [k for k in got if k[0] == "final" and k[1] == comparisons.BLIND]  # final's folder has no blind file
+
+
+def test_each_task_mean_with_its_interval_and_the_widest_named(tmp_path):
+    """`task_means`: every evaluated stage's PRS mean per task (hand-computed) with a bootstrap interval that
+    spans the episodes' own range; the blind schedule once; the reports name the widest interval."""
+    stages = _run(tmp_path)
+    blind = [{"episode_id": f"e{i}", "group": t, "prs_u": 0.1, "prs_b": 0.2}
+             for i, t in enumerate(["accident", "accident", "atomic", "atomic"])]  # fmt: skip
+    for key in ("sft", "final"):
+        _jsonl(tmp_path / "eval" / key / "prs" / "prs_episodes_blind.jsonl", blind)
+    rows = comparisons.task_means(tmp_path, stages)
+    got = {(r["stage"], r["metric"], r["task"]): r for r in rows}
+    assert {s for s, _, _ in got} == {"untrained", "sft", comparisons.BLIND, "final"}  # blind once, no stale stage
+    assert {t for _, _, t in got} == {"accident", "atomic"}  # per task, not "all"
+    sft = got[("sft", "prs_b", "accident")]  # episodes 0.5 and 0.7
+    assert (sft["mean"], sft["n"]) == (pytest.approx(60.0), 2)
+    assert (sft["ci_low"], sft["ci_high"]) == pytest.approx((50.0, 70.0))  # two items: the resampled means' range
+    assert got[("sft", "prs_u", "atomic")]["mean"] == pytest.approx(100 * (0.2 + 0.1) / 2)
+    assert comparisons.half_width(sft) == pytest.approx(10.0)
+    flat = got[(comparisons.BLIND, "prs_b", "atomic")]
+    assert (flat["mean"], flat["ci_low"], flat["ci_high"]) == pytest.approx((20.0, 20.0, 20.0))
+    # the widest: the final atomic PRS-B, episodes 0.6 and 0.2 (±20; every other is ±10 or less)
+    text = report.write_report(tmp_path, stages, [], META)["markdown"].read_text()
+    assert "the widest is ±20.0 (final, atomic prs_b)" in text
+    assert "| sft | 30.0 [25.0, 35.0] | 60.0 [50.0, 70.0] | 15.0 [10.0, 20.0] | 30.0 [20.0, 40.0] | 2 |" in text
+    assert "| blind schedule | 10.0 [10.0, 10.0] | 20.0 [20.0, 20.0] |" in text
+    runs = {0: _run(tmp_path / "seed0"), 1: _run(tmp_path / "seed1", shift=0.3)}
+    # seed 1's final atomic PRS-B episodes are 0.3 and 0.2 (its final stage is shifted): ±5
+    _evaluation(tmp_path / "seed1", "final", [0.6, 0.7, 0.3, 0.2], [0.3], [True])
+    seeds_md = seeds.write_seeds_report(tmp_path, runs, ("accident",), META).read_text()
+    assert "is ±20.0 (seed 0, final, atomic prs_b, 2 held-out episodes" in seeds_md
+    _evaluation(tmp_path / "seed0", "final", [0.6, 0.7, 0.3, 0.2], [0.3], [True])
+    seeds_md = seeds.write_seeds_report(tmp_path, runs, ("accident",), META).read_text()
+    # now ±10 at most (untrained atomic PRS-B 0.2 and 0.0 comes first, in the stages' order)
+    assert "is ±10.0 (seed 0, untrained, atomic prs_b, 2 held-out episodes" in seeds_md

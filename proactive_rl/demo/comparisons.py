@@ -99,6 +99,46 @@ def pooled_comparisons(runs: dict[Path, list[dict[str, Any]]]) -> list[dict[str,
     return [{**_row(key, stratified_interval(pairs)), "seeds": len(pairs)} for key, pairs in per_seed.items()]
 
 
+def task_means(out: Path, stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """How sure each task mean is: every evaluated stage's (and the blind schedule's) PRS-U / PRS-B mean per task,
+    with its 95 % bootstrap interval over the held-out episodes, as ``{"stage", "metric", "task", "mean", "ci_low",
+    "ci_high", "n"}`` (× 100)."""
+    rows: list[dict[str, Any]] = []
+    seen_blind = False
+    for stage in stages:
+        if stage.get("metrics") is None:
+            continue
+        own, _, blind = stage_scores(out / "eval" / stage["key"])
+        named = [(stage["key"], own)] + ([(BLIND, blind)] if blind and not seen_blind else [])
+        seen_blind = seen_blind or bool(blind)
+        for name, scores in named:
+            for (metric, task), items in scores.items():
+                if metric in ("prs_u", "prs_b") and task != "all":
+                    i = paired_interval(list(items.values()), [0.0] * len(items))
+                    rows.append({"stage": name, "metric": metric, "task": task, "mean": i.diff, "ci_low": i.low,
+                                 "ci_high": i.high, "n": i.n})  # fmt: skip
+    return rows
+
+
+def half_width(row: dict[str, Any]) -> float:
+    """Half the width of a row's interval (the ``±`` of a task mean)."""
+    return (row["ci_high"] - row["ci_low"]) / 2
+
+
+def means_table(rows: list[dict[str, Any]]) -> str:
+    """Markdown: a row per stage, a column per (task, metric), ``mean [ci_low, ci_high]``."""
+    cols = list(dict.fromkeys((r["task"], r["metric"]) for r in rows))
+    cells = {
+        (r["stage"], r["task"], r["metric"]): f"{r['mean']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}]" for r in rows
+    }
+    names = {"prs_u": "PRS-U", "prs_b": "PRS-B"}
+    lines = ["| stage | " + " | ".join(f"{t} {names[m]}" for t, m in cols) + " | n |", "|---" * (len(cols) + 2) + "|"]
+    for stage in dict.fromkeys(r["stage"] for r in rows):
+        n = max(r["n"] for r in rows if r["stage"] == stage)
+        lines.append(f"| {stage} | " + " | ".join(cells.get((stage, t, m), "–") for t, m in cols) + f" | {n} |")
+    return "\n".join(lines)
+
+
 def write_comparisons(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rows, indent=1) + "\n")

@@ -46,6 +46,7 @@ def prs_evaluator(data: Path, settings: DemoSettings, progress: bool = False) ->
         "episodes": [{"source": str(task_file(data, "test", t))} for t in settings.tasks],
         "baseline_episodes": [{"source": str(task_file(data, "train", t))} for t in settings.tasks],
         "max_new_tokens": settings.prs_max_new_tokens,
+        "batch_size": settings.eval_batch_size,
         **_looks(settings),
     }
     prs = EvaluatorConfig.from_dict(prs, "demo.prs")
@@ -63,6 +64,7 @@ def _evaluators(data: Path, settings: DemoSettings, progress: bool) -> list:
         **looks,
         "max_items": settings.eval_pauc_episodes,
         "max_new_tokens": settings.max_new_tokens,
+        "batch_size": settings.eval_batch_size,
         "judge": {"type": "rule", "kind": "token_f1"},
     }
     kinds = suggestion_environments()[0]
@@ -155,6 +157,7 @@ def evaluate_grounding(
             "name": "caption",
             "episodes": [{"source": str(task_file(data, "test", GROUNDING_TASK))}],
             "max_new_tokens": 16,
+            "batch_size": settings.eval_batch_size,
             "counterfactual": ["swap"] if settings.counterfactual else [],
         },
         "demo.caption",

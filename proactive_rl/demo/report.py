@@ -266,7 +266,14 @@ def write_report(
     ``timeline_<id>.png``, ``comparisons.json`` (every gain with its interval, `proactive_rl.demo.comparisons`;
     `gains` when already computed); the per-stage evaluation reports stay in ``<out>/eval/<stage>/``."""
     # deferred: the interval module imports scipy
-    from proactive_rl.demo.comparisons import comparisons, comparisons_table, write_comparisons
+    from proactive_rl.demo.comparisons import (
+        comparisons,
+        comparisons_table,
+        half_width,
+        means_table,
+        task_means,
+        write_comparisons,
+    )
 
     report = out / "report"
     report.mkdir(parents=True, exist_ok=True)
@@ -276,6 +283,8 @@ def write_report(
     looks, timing, answers = looks_table(stages), timing_table(stages), answers_table(stages)
     gains = comparisons(out, stages) if gains is None else gains
     files["comparisons"] = write_comparisons(report / "comparisons.json", gains)
+    means = task_means(out, stages)
+    widest = max(means, key=half_width) if means else None
     lines = [
         "# proactive-rl demo report",
         "",
@@ -287,6 +296,18 @@ def write_report(
         "",
         markdown_table(stages),
         "",
+        *(
+            [
+                "How sure each task mean is: PRS-U / PRS-B per task with its 95 % interval, bootstrap over the "
+                f"held-out episodes (docs/spec.md §15); the widest is ±{half_width(widest):.1f} ({widest['stage']}, "
+                f"{widest['task']} {widest['metric']}):",
+                "",
+                means_table(means),
+                "",
+            ]
+            if widest
+            else []
+        ),
         *(
             [
                 f'The "{BLIND_ROW}" row never looks at the frames: per task, the fixed list of (time or fraction of '

@@ -74,7 +74,14 @@ def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained
     """``<out>/report/seeds.md``: the mean ± sd table, the directions per seed and the pooled gains (module
     docstring); the seeds' demo folders are ``<out>/seed<k>``."""
     # deferred: the interval module imports scipy
-    from proactive_rl.demo.comparisons import comparisons, comparisons_table, pooled_comparisons, write_comparisons
+    from proactive_rl.demo.comparisons import (
+        comparisons,
+        comparisons_table,
+        half_width,
+        pooled_comparisons,
+        task_means,
+        write_comparisons,
+    )
 
     path = out / "report" / "seeds.md"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +89,16 @@ def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained
     write_comparisons(out / "report" / "comparisons.json", gains)
     per_seed = {seed: comparisons(out / f"seed{seed}", stages) for seed, stages in runs.items()}
     seeds = ", ".join(str(s) for s in runs)
+    means = [(seed, r) for seed, stages in runs.items() for r in task_means(out / f"seed{seed}", stages)]
+    sure = []
+    if means:
+        seed, widest = max(means, key=lambda m: half_width(m[1]))
+        sure = [
+            f"How sure one seed's task mean is: the widest 95 % interval of a stage's PRS-U / PRS-B on one task in one "
+            f"seed is ±{half_width(widest):.1f} (seed {seed}, {widest['stage']}, {widest['task']} {widest['metric']}, "
+            f"{widest['n']} held-out episodes; every one in `seed<k>/report/README.md`).",
+            "",
+        ]
     text = "\n".join(
         [
             f"# proactive-rl demo over seeds {seeds}",
@@ -93,6 +110,7 @@ def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained
             "",
             seeds_table(runs),
             "",
+            *sure,
             "Which directions and claims hold in which seed, and pooled over the seeds (values: this stage vs the one "
             "compared; a claim: the gain [95 % CI], which holds when the interval's lower bound is above 0):",
             "",

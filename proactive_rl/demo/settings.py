@@ -42,17 +42,21 @@ class DemoSettings:
         arch (`str`, *optional*, defaults to `"qwen2_5_vl"`): tiny-model architecture (`build_tiny`).
         size (`str`, *optional*, defaults to `"xs"`): tiny-model size.
         seed (`int`, *optional*, defaults to `0`): model init, data, training and evaluation seed.
-        episodes_per_task (`int`, *optional*, defaults to `100`): synthetic episodes per task over all splits.
-        envs_per_kind (`int`, *optional*, defaults to `100`): ask-for-help environments per kind over all splits.
-        fractions (`tuple`, *optional*, defaults to `(0.7, 0.1, 0.2)`): train / validation / test split of both.
+        episodes_per_task (`int`, *optional*, defaults to `140`): synthetic episodes per task over all splits.
+        envs_per_kind (`int`, *optional*, defaults to `140`): ask-for-help environments per kind over all splits.
+        fractions (`tuple`, *optional*, defaults to `(7, 1, 6)`): relative sizes of the train / validation / test
+            splits of both (normalised; `proactive_rl.synthetic.export.split_sizes`): 70 / 10 / 60 of 140.
         duration (`tuple`, *optional*, defaults to `(30, 90)`): episode length range in seconds.
         knobs (`dict`): the other difficulty knobs of the streaming episodes (`proactive_rl.synthetic.Knobs`).
         tasks (`tuple`, *optional*, defaults to `STREAMING_TASKS`): the streaming tasks every stage trains and scores.
         sft_weights (`dict`): how many times focal SFT uses each task's training episodes (a task not named: 1).
-        eval_episodes (`int`, *optional*, defaults to `20`): held-out episodes per streaming task scored with PRS.
+        eval_episodes (`int`, *optional*, defaults to `60`): held-out episodes per streaming task scored with PRS
+            (why 60: docs/demo.md, "How sure the numbers are").
         eval_pauc_episodes (`int`, *optional*, defaults to `8`): held-out pvqa episodes scored with PAUC.
         eval_envs (`int`, *optional*, defaults to `20`): held-out environments per kind played (MCQA).
         eval_caption_episodes (`int`, *optional*, defaults to `4`): held-out caption episodes per task (grounding).
+        eval_batch_size (`int`, *optional*, defaults to `1`): PRS / PAUC episodes played in lockstep (on 2 CPU cores
+            the tiny model plays one at a time faster: benchmarks/RESULTS.md, batched streaming).
         max_new_tokens (`int`, *optional*, defaults to `8`): longest assistant turn when scoring PAUC.
         prs_max_new_tokens (`int`, *optional*, defaults to `4`): longest assistant turn when scoring PRS.
         counterfactual (`bool`, *optional*, defaults to `True`): also score the trained stages on swapped frames.
@@ -63,19 +67,20 @@ class DemoSettings:
     arch: str = "qwen2_5_vl"
     size: str = "xs"
     seed: int = 0
-    episodes_per_task: int = 100
-    envs_per_kind: int = 100
-    fractions: tuple = (0.7, 0.1, 0.2)
+    episodes_per_task: int = 140
+    envs_per_kind: int = 140
+    fractions: tuple = (7, 1, 6)
     duration: tuple = (30, 90)
     knobs: dict[str, Any] = field(
         default_factory=lambda: {"fps": 0.5, "scale": 2.0, "distractors": 0, "max_events": 3, "speed": 2.5}
     )
     tasks: tuple = STREAMING_TASKS
     sft_weights: dict[str, float] = field(default_factory=lambda: {"atomic": 2.0, PAUC_TASK: 0.5})
-    eval_episodes: int = 20
+    eval_episodes: int = 60
     eval_pauc_episodes: int = 8
     eval_envs: int = 20
     eval_caption_episodes: int = 4
+    eval_batch_size: int = 1
     max_new_tokens: int = 8
     prs_max_new_tokens: int = 4
     counterfactual: bool = True

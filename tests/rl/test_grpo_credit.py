@@ -29,6 +29,9 @@ A = [0.6, -0.4, -0.4, 0.2]
 # step 1, rows 0, 1, 3 share "S" (mean .1333): W rows 0, 3 -> .4 - .1333, S row 1 -> -.4 - .1333; row 2 alone: 0;
 # step 2, rows 0, 3 share "S W" (mean .4): row 0 S -> .2, row 3 W -> -.2; rows 1, 2 alone: 0.
 D = [[2 / 15, 4 / 15, 0.2], [2 / 15, -8 / 15, 0.0], [-0.4, 0.0, 0.0], [2 / 15, 4 / 15, -0.2]]
+# anchor "step" (the whole group shares each step's state), by hand: step 0 as above; step 1, W rows 0, 3 -> (.6 + .2)
+# / 2 - 0 = .4, S rows 1, 2 -> -.4; step 2, S rows 0, 2 -> (.6 - .4) / 2 = .1, W rows 1, 3 -> -.1.
+D_STEP = [[2 / 15, 0.4, 0.1], [2 / 15, -0.4, -0.1], [-0.4, -0.4, 0.1], [2 / 15, 0.4, -0.1]]
 
 
 def close(got, expected, tol=1e-12) -> bool:
@@ -42,6 +45,18 @@ def test_decision_advantages_are_the_hand_computed_ones():
     assert close(decision_advantages(TURNS, A), D)
     # where the anchor group agreed there is nothing to credit; a row alone in its state gets 0
     assert decision_advantages([["S", "S"], ["S", "S"]], [1.0, -1.0]) == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_the_step_anchor_compares_every_row_at_a_step():
+    assert close(decision_advantages(TURNS, A, anchor="step"), D_STEP)
+    assert close(
+        step_advantages(TURNS, A, 4, "mixed", 0.5, "step"), [[a + 0.5 * d for d in row] for a, row in zip(A, D_STEP)]
+    )
+    # every decision of the example has a group that split at its step
+    assert split_fraction(TURNS, 4, "step") == 1.0
+    assert split_fraction([["S", "S"], ["S", "W"]], 2, "step") == 0.5
+    with pytest.raises(ValueError, match="decision_anchor"):
+        decision_advantages(TURNS, A, anchor="frame")
 
 
 def test_step_advantages_modes_and_groups():
@@ -68,7 +83,7 @@ def test_the_override_lays_each_turns_advantage_on_its_tokens():
     stub = SimpleNamespace(
         num_generations=4,
         model=SimpleNamespace(training=True),
-        args=SimpleNamespace(advantage="decision", decision_weight=1.0),
+        args=SimpleNamespace(advantage="decision", decision_weight=1.0, decision_anchor="history"),
         accelerator=SimpleNamespace(process_index=0, gather=lambda t: t),
         _rollout_turns=TURNS,
         _rollout_token_steps=[turn_steps(m) for m in masks],
@@ -194,6 +209,8 @@ def test_config_checks_advantage_and_dynamic_sampling(tmp_path, monkeypatch):
     base = dict(output_dir=str(tmp_path), report_to="none", use_cpu=True, bf16=False, num_generations=2)
     with pytest.raises(ValueError, match="advantage: expected one of"):
         StreamingGRPOConfig(**base, per_device_train_batch_size=2, advantage="per_token")
+    with pytest.raises(ValueError, match="decision_anchor: expected one of"):
+        StreamingGRPOConfig(**base, per_device_train_batch_size=2, advantage="decision", decision_anchor="frame")
     # two ranks of 3 rows: TRL accepts the 6-row generation batch, but a group of 2 would span the ranks
     monkeypatch.setattr(StreamingGRPOConfig, "world_size", property(lambda self: 2))
     StreamingGRPOConfig(**base, per_device_train_batch_size=3, steps_per_generation=1)

@@ -37,8 +37,8 @@ episodes = generate_episodes("accident", 2, seed=3, duration=(10, 12))
 windows = build_windows(episodes, lead_s=2, tail_s=1, max_window_s=4, prefix_s=2)
 calls = []
 real = trl_overrides.step_advantages
-def recording(turns, advantages, group_size, mode, weight):
-    out = real(turns, advantages, group_size, mode, weight)
+def recording(turns, advantages, group_size, mode, weight, anchor):
+    out = real(turns, advantages, group_size, mode, weight, anchor)
     calls.append({"turns": turns, "advantages": advantages, "per_step": out})
     return out
 trl_overrides.step_advantages = recording

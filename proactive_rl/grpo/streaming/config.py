@@ -15,7 +15,7 @@ from trl import GRPOConfig
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
 from proactive_rl.data import load_mixture, parse_mixture
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
-from proactive_rl.grpo.streaming.credit import ADVANTAGES
+from proactive_rl.grpo.streaming.credit import ADVANTAGES, ANCHORS
 from proactive_rl.grpo.streaming.windows import RolloutWindow, build_windows
 from proactive_rl.training import eval_callback_config
 
@@ -44,6 +44,8 @@ class StreamingGRPOConfig(GRPOConfig):
             per-decision advantage from the rows that shared the turn's history, `proactive_rl.grpo.streaming.credit`)
             or ``"mixed"`` (the first plus ``decision_weight`` times the second).
         decision_weight (`float`, *optional*, defaults to `1.0`): the weight ``w`` of ``"mixed"``.
+        decision_anchor (`str`, *optional*, defaults to `"history"`): which rows share a state at a window step:
+            those whose earlier turns are identical (``"history"``) or the whole group (``"step"``: same frames).
         dynamic_sampling (`bool`, *optional*, defaults to `False`): a group whose rewards have no spread (no gradient)
             is replaced by a new window's group, rolled out on the same rank, up to ``max_refills`` rounds per
             generation batch (``rollout/zero_spread_groups``, ``rollout/refilled_groups`` are logged).
@@ -63,6 +65,7 @@ class StreamingGRPOConfig(GRPOConfig):
     rollout_batch_size: int = field(default=8, metadata={"help": "Rollout groups played in lockstep."})
     advantage: str = field(default="trajectory", metadata={"help": f"One of {ADVANTAGES} (docs/spec.md §8)."})
     decision_weight: float = field(default=1.0, metadata={"help": "Weight of the decision advantage in 'mixed'."})
+    decision_anchor: str = field(default="history", metadata={"help": f"One of {ANCHORS} (docs/spec.md §8)."})
     dynamic_sampling: bool = field(default=False, metadata={"help": "Refill groups whose rewards have no spread."})
     max_refills: int = field(default=2, metadata={"help": "Refill rounds per generation batch."})
 
@@ -76,6 +79,8 @@ class StreamingGRPOConfig(GRPOConfig):
             raise ValueError(f"rollout_batch_size: must be >= 1, got {self.rollout_batch_size}")
         if self.advantage not in ADVANTAGES:
             raise ValueError(f"advantage: expected one of {ADVANTAGES}, got {self.advantage!r}")
+        if self.decision_anchor not in ANCHORS:
+            raise ValueError(f"decision_anchor: expected one of {ANCHORS}, got {self.decision_anchor!r}")
         if self.max_refills < 0:
             raise ValueError(f"max_refills: must be >= 0, got {self.max_refills}")
         per_rank = self.generation_batch_size // max(self.world_size, 1)

@@ -8,7 +8,9 @@ k, the rows whose turns before k are identical form an *anchor group* (they are 
     D_i,k = mean(A_j : j in the anchor group, same turn at k as i) - mean(A_j : j in the anchor group)
 
 -- the estimate ``Q(s, a) - V(s)`` from the group's own returns. It is 0 where the whole anchor group agreed (no
-choice to credit) and where a row is alone in its state. Per step, a row's advantage is ``A_i`` (``trajectory``),
+choice to credit) and where a row is alone in its state. With ``anchor="step"`` the anchor group at k is the whole
+group (same frames, any history): coarser states, so more decisions are credited, at the price of comparing rows
+whose earlier turns differ (a repeated warning, say). Per step, a row's advantage is ``A_i`` (``trajectory``),
 ``D_i,k`` (``decision``) or ``A_i + w D_i,k`` (``mixed``, ``w`` = ``decision_weight``). Every token of the row's
 turn at step k carries it; frame and template tokens stay out of the loss (``env_mask``).
 
@@ -21,21 +23,34 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 ADVANTAGES = ("trajectory", "decision", "mixed")
+ANCHORS = ("history", "step")
 
 
-def decision_advantages(turns: Sequence[Sequence[str]], advantages: Sequence[float]) -> list[list[float]]:
+def _anchor(row: Sequence[str], k: int, anchor: str) -> tuple:
+    """The state a row is in at step k: its turns before k (``history``) or none (``step``: the frames alone)."""
+    return tuple(row[:k]) if anchor == "history" else ()
+
+
+def decision_advantages(
+    turns: Sequence[Sequence[str]], advantages: Sequence[float], anchor: str = "history"
+) -> list[list[float]]:
     """``D[i][k]`` for the rows of one group (see the module docstring).
 
     Args:
         turns: per row, its turn text at every window step (all rows have the same number of steps).
         advantages: per row, its trajectory advantage ``A_i``.
+        anchor: one of `ANCHORS`: which rows share a state at step k.
 
     Example (docs/spec.md §8: G = 4, three steps, ``A = (0.6, -0.4, -0.4, 0.2)``):
 
     >>> turns = [["S", "W", "S"], ["S", "S", "W"], ["W", "S", "S"], ["S", "W", "W"]]
     >>> [[round(d, 4) for d in row] for row in decision_advantages(turns, [0.6, -0.4, -0.4, 0.2])]
     [[0.1333, 0.2667, 0.2], [0.1333, -0.5333, 0.0], [-0.4, 0.0, 0.0], [0.1333, 0.2667, -0.2]]
+    >>> [[round(d, 4) for d in row] for row in decision_advantages(turns, [0.6, -0.4, -0.4, 0.2], anchor="step")]
+    [[0.1333, 0.4, 0.1], [0.1333, -0.4, -0.1], [-0.4, -0.4, 0.1], [0.1333, 0.4, -0.1]]
     """
+    if anchor not in ANCHORS:
+        raise ValueError(f"decision_anchor: expected one of {ANCHORS}, got {anchor!r}")
     if len(turns) != len(advantages):
         raise ValueError(f"{len(turns)} rows of turns for {len(advantages)} advantages")
     steps = {len(row) for row in turns}
@@ -46,7 +61,7 @@ def decision_advantages(turns: Sequence[Sequence[str]], advantages: Sequence[flo
     for k in range(n_steps):
         anchors: dict[tuple, list[int]] = defaultdict(list)
         for i, row in enumerate(turns):
-            anchors[tuple(row[:k])].append(i)
+            anchors[_anchor(row, k, anchor)].append(i)
         for rows in anchors.values():
             baseline = sum(advantages[j] for j in rows) / len(rows)
             by_choice: dict[str, list[int]] = defaultdict(list)
@@ -65,6 +80,7 @@ def step_advantages(
     group_size: int,
     mode: str = "trajectory",
     weight: float = 1.0,
+    anchor: str = "history",
 ) -> list[list[float]]:
     """Per row and window step, the advantage its turn's tokens carry, for a batch of consecutive groups.
 
@@ -74,6 +90,7 @@ def step_advantages(
         group_size: G.
         mode: one of `ADVANTAGES`.
         weight: ``w`` of ``mixed``.
+        anchor: one of `ANCHORS` (`decision_advantages`).
 
     >>> step_advantages([["S", "W"], ["S", "S"]], [0.5, -0.5], 2, "mixed", 0.5)
     [[0.5, 0.75], [-0.5, -0.75]]
@@ -89,7 +106,7 @@ def step_advantages(
         if mode == "trajectory":
             out += [[a] * len(t) for t, a in zip(group_turns, group_adv)]
             continue
-        decisions = decision_advantages(group_turns, group_adv)
+        decisions = decision_advantages(group_turns, group_adv, anchor)
         if mode == "decision":
             out += decisions
         else:
@@ -97,7 +114,7 @@ def step_advantages(
     return out
 
 
-def split_fraction(turns: Sequence[Sequence[str]], group_size: int) -> float:
+def split_fraction(turns: Sequence[Sequence[str]], group_size: int, anchor: str = "history") -> float:
     """The fraction of (row, step) decisions whose anchor group did not all choose the same turn (the decisions a
     per-decision advantage can credit; logged as ``credit/split_decisions``)."""
     split = total = 0
@@ -106,8 +123,8 @@ def split_fraction(turns: Sequence[Sequence[str]], group_size: int) -> float:
         for k in range(len(group[0]) if group else 0):
             anchors: dict[tuple, set[str]] = defaultdict(set)
             for row in group:
-                anchors[tuple(row[:k])].add(row[k])
-            split += sum(len(anchors[tuple(row[:k])]) > 1 for row in group)
+                anchors[_anchor(row, k, anchor)].add(row[k])
+            split += sum(len(anchors[_anchor(row, k, anchor)]) > 1 for row in group)
             total += len(group)
     return split / total if total else 0.0
 

@@ -94,11 +94,14 @@ class StreamingOverridesMixin:
         group_size = self.num_generations if self.model.training else self.num_generations_eval
         turns = gather_object(self._rollout_turns)
         all_rows = self.accelerator.gather(advantages).tolist()
-        per_step = step_advantages(turns, all_rows, group_size, self.args.advantage, self.args.decision_weight)
+        args = self.args
+        per_step = step_advantages(
+            turns, all_rows, group_size, args.advantage, args.decision_weight, args.decision_anchor
+        )
         start = self.accelerator.process_index * advantages.size(0)
         local = per_step[start : start + advantages.size(0)]
         mode = "train" if self.model.training else "eval"
-        self._metrics[mode]["credit/split_decisions"].append(split_fraction(turns, group_size))
+        self._metrics[mode]["credit/split_decisions"].append(split_fraction(turns, group_size, args.decision_anchor))
         values = [token_values(row, steps, width) for row, steps in zip(local, self._rollout_token_steps)]
         return torch.tensor(values, dtype=advantages.dtype, device=advantages.device)
 
