@@ -34,6 +34,7 @@ SECTION = "Streaming GRPO credit: advantage × dynamic sampling, gain over SFT (
 # demo grpo_streaming: 30 steps of 4 windows; a dynamic-sampling batch refills its zero-spread groups (35-44 % on the
 # demo) once, so 21 steps roll about as many groups as 30
 STEPS, DS_STEPS = 30, 21
+LONG_WINDOWS = {"lead_s": 12.0, "tail_s": 8.0, "max_window_s": 24.0}  # the demo's: 6, 4, 12
 VARIANTS = {
     "trajectory": {"advantage": "trajectory"},
     "decision": {"advantage": "decision"},
@@ -54,6 +55,9 @@ VARIANTS = {
     # disagreed is credited, not only those whose histories were identical
     "decision-step": {"advantage": "decision", "decision_anchor": "step"},
     "mixed-step": {"advantage": "mixed", "decision_weight": 1.0, "decision_anchor": "step"},
+    # windows twice as long (up to 12 decisions instead of 6): one window reward spread over more decisions
+    "trajectory-long": {"advantage": "trajectory", **LONG_WINDOWS},
+    "decision-step-long": {"advantage": "decision", "decision_anchor": "step", **LONG_WINDOWS},
 }
 TRAIN_SEED_STEP = 100
 
@@ -244,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.doc:
         command = " ".join(["python -m benchmarks.grpo_credit", *(sys.argv[1:] if argv is None else argv)])
-        Path(args.doc).write_text(DOC.format(table=table, runs=runs, command=command))
+        fields = "\n".join(f"- `{v}`: {', '.join(f'`{k}: {x}`' for k, x in VARIANTS[v].items())}" for v in values)
+        Path(args.doc).write_text(DOC.format(table=table, runs=runs, command=command, fields=fields))
     record(SECTION, line, dry=args.no_record, values=values)
     return 0
 
@@ -259,6 +264,10 @@ model, scored on the world's held-out episodes of the streaming tasks (own frame
 episodes within a run and pooled over runs (stratified bootstrap, 95 %).
 
 {table}
+
+The variants (recipe fields over the demo's streaming GRPO stage, `benchmarks/grpo_credit.py`):
+
+{fields}
 """
 
 

@@ -10,7 +10,8 @@ blind answer and swapped frames, and MCQA's image-blind policy, save no per-item
 
 A row is ``{"a", "b", "metric", "task", "diff", "ci_low", "ci_high", "n"}``: ``diff`` = mean(a − b) over the items
 both rows scored (× 100, as the table), paired over those items; pooled over seeds (`pooled_comparisons`) the mean of
-the seeds' differences with the items resampled within each seed, and ``seeds``.
+the seeds' differences with the items resampled within each seed, and ``seeds``. `task_means`: each stage's PRS
+mean per task with its own interval (how sure one seed's number is).
 """
 
 from __future__ import annotations
