@@ -12,7 +12,7 @@ rollout budget: a dynamic-sampling run refills at most once per batch (``max_ref
 roll the same 16 rollouts a step as 2 groups of 8. Per variant,
 pooled over the runs (a stratified bootstrap, `proactive_eval.intervals`): PRS-B gain over SFT, missed and repeated
 targets per episode vs SFT, and the change in latency of the targets both answered; and each variant vs the
-trajectory variant on the same runs. Each run's scores are kept (``<out>/s<k>/t<j>/<variant>/scores.json``), so an
+trajectory variant on the same runs (with the same windows: `MATCHED`). Each run's scores are kept (``<out>/s<k>/t<j>/<variant>/scores.json``), so an
 interrupted study resumes. Runs are single-threaded subprocesses (``--jobs`` at once): reproducible numbers.
 """
 
@@ -60,6 +60,8 @@ VARIANTS = {
     "decision-step-long": {"advantage": "decision", "decision_anchor": "step", **LONG_WINDOWS},
 }
 TRAIN_SEED_STEP = 100
+# the trajectory run a variant is compared with when not "trajectory": the one with the same windows
+MATCHED = {"decision-step-long": "trajectory-long"}
 
 
 def _settings(seed_dir: Path):
@@ -192,7 +194,7 @@ def summarise(results: dict[tuple, dict], sft: dict[str, dict]) -> tuple[str, di
         if len(runs) < len(keys):
             continue
         base = [sft[s] for s, _ in keys]
-        trajectory = [results.get((s, t, "trajectory")) for s, t in keys]
+        trajectory = [results.get((s, t, MATCHED.get(variant, "trajectory"))) for s, t in keys]
         gain = stratified_interval(_pairs(runs, base, "prs_b"))
         versus = stratified_interval(_pairs(runs, trajectory, "prs_b")) if all(trajectory) else None
         missed = stratified_interval(_pairs(runs, base, "missed"))
@@ -203,6 +205,7 @@ def summarise(results: dict[tuple, dict], sft: dict[str, dict]) -> tuple[str, di
         zero = 100 * statistics.fmean(r["zero_spread"] for r in runs)
         values[variant] = {"gain": gain.as_dict(), "vs_trajectory": versus and versus.as_dict(), "rollouts": groups}
         vs = "—" if variant == "trajectory" or versus is None else _fmt(versus)
+        vs += f" (vs {MATCHED[variant]})" if variant in MATCHED and versus is not None else ""
         lines.append(
             f"| {variant} | {_fmt(gain)} | {vs} | {_fmt(missed)} | {_fmt(repeated)} | {_fmt(latency)} | "
             f"{median:.1f} | {groups:.0f} | {zero:.0f} % |"
