@@ -255,6 +255,10 @@ def test_demo_end_to_end_smoke(tmp_path, capsys):
     stages.generate_data(tmp_path, settings, progress=False)
     again = capsys.readouterr().out
     assert "reusing the tiny model and tokenizer" in again and "reusing the synthetic world" in again
+    # a world of other settings (an earlier version's split sizes) is written anew, not an error
+    stages.generate_data(tmp_path, replace(settings, fractions=(1, 1, 1)), progress=False)
+    assert "made with other settings: writing it anew" in capsys.readouterr().out
+    assert json.loads((tmp_path / "data" / "manifest.json").read_text())["fractions"] == [1, 1, 1]
 
 
 def _stage(key, **metrics):

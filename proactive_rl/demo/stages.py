@@ -23,7 +23,14 @@ from proactive_rl.models import build_tiny
 from proactive_rl.shipped import shipped_path
 from proactive_rl.synthetic.captions import GROUNDING_TASK, grounding_episode
 from proactive_rl.synthetic.environments import make_environments
-from proactive_rl.synthetic.export import SPLITS, export_dataset, export_environments, split_seed, split_sizes
+from proactive_rl.synthetic.export import (
+    SPLITS,
+    export_dataset,
+    export_environments,
+    read_manifest,
+    split_seed,
+    split_sizes,
+)
 from proactive_rl.trainers import TRAINERS, trainer_module
 
 logger = logging.getLogger(__name__)
@@ -70,7 +77,7 @@ def build_model(out: Path, settings: DemoSettings) -> Path:
 
 def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> Path:
     """Write the synthetic world with `export_dataset` (mp4 + episodes JSON + environment JSONL) to ``<out>/data``;
-    a folder made with the same arguments is reused file by file. Also writes one episodes file per task and split,
+    a folder made with the same arguments is reused file by file, one made with others is written anew. Also writes one episodes file per task and split,
     so that each stage reads only the tasks it trains or scores."""
     data = out / "data"
     args = settings.data_args()
@@ -79,7 +86,14 @@ def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> P
     say(
         f"synthetic world -> {data}: {n} episodes x {', '.join(tasks)}; {settings.envs_per_kind} environments x {kinds}"
     )
-    result = export_dataset(data, tasks, n, progress=progress, **args)
+    try:
+        result = export_dataset(data, tasks, n, progress=progress, **args)
+    except ValueError:
+        if read_manifest(data) is None:
+            raise
+        # a world written with other settings (an earlier version's demo, other --seeds knobs): the demo's own folder
+        say(f"{data} holds a synthetic world made with other settings: writing it anew")
+        result = export_dataset(data, tasks, n, progress=progress, overwrite=True, **args)
     envs = export_env_splits(data, settings, result["reused_folder"], progress)
     if result["reused_folder"] and envs["reused_folder"]:
         say(
