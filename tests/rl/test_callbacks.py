@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -234,6 +235,19 @@ def wandb_history(run_file: Path) -> list[dict]:
     return rows
 
 
+def _history_with_media(run_file: Path, steps, wait_s: float = 60.0) -> list[dict]:
+    """The run's history once it holds the media rows of `steps`, or after `wait_s`: in a loaded full suite the
+    media row of the last save was once missing right after ``wandb.finish()`` (wandb's service process writes the
+    file); a row that never comes still fails the test."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        rows = wandb_history(run_file)
+        have = {r.get("train/global_step") for r in rows if "eval/prs/samples/_type" in r}
+        if set(steps) <= have or time.monotonic() > deadline:
+            return rows
+        time.sleep(1.0)
+
+
 @pytest.mark.slow
 def test_tiny_recipe_writes_results_per_save_and_logs_to_wandb(tmp_path, monkeypatch, one_thread):
     import wandb
@@ -249,7 +263,7 @@ def test_tiny_recipe_writes_results_per_save_and_logs_to_wandb(tmp_path, monkeyp
     wandb.finish()
     out = tmp_path / "out"
     [run_file] = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
-    rows = wandb_history(run_file)
+    rows = _history_with_media(run_file, (2, 4))
     for step in (2, 4):
         results = json.loads((out / f"checkpoint-{step}" / "eval" / "results.json").read_text())
         assert results["complete"] and results["step"] == step
