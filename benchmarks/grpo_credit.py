@@ -12,8 +12,8 @@ rollout budget: a dynamic-sampling run refills at most once per batch (``max_ref
 roll the same 16 rollouts a step as 2 groups of 8. Per variant,
 pooled over the runs (a stratified bootstrap, `proactive_eval.intervals`): PRS-B gain over SFT, missed and repeated
 targets per episode vs SFT, and the change in latency of the targets both answered; and each variant vs the
-trajectory variant on the same runs (with the same windows: `MATCHED`). Each run's scores are kept (``<out>/s<k>/t<j>/<variant>/scores.json``), so an
-interrupted study resumes. Runs are single-threaded subprocesses (``--jobs`` at once): reproducible numbers.
+trajectory variant on the same runs (with the same windows: `MATCHED`). Each run's scores are kept
+(``<out>/s<k>/t<j>/<variant>/scores.json``), so an interrupted study resumes. Runs are single-threaded subprocesses (``--jobs`` at once): reproducible numbers.
 """
 
 from __future__ import annotations
@@ -201,14 +201,14 @@ def summarise(results: dict[tuple, dict], sft: dict[str, dict]) -> tuple[str, di
         repeated = stratified_interval(_pairs(runs, base, "repeated"))
         latency = stratified_interval(_latency_pairs(runs, base))
         median = statistics.median(x for r in runs for e in r["episodes"].values() for x in e["latency"].values())
-        groups = statistics.fmean(r.get("rollouts", 4 * r.get("rollout_groups", 0)) for r in runs)
+        rollouts = statistics.fmean(r["rollouts"] for r in runs)
         zero = 100 * statistics.fmean(r["zero_spread"] for r in runs)
-        values[variant] = {"gain": gain.as_dict(), "vs_trajectory": versus and versus.as_dict(), "rollouts": groups}
+        values[variant] = {"gain": gain.as_dict(), "vs_trajectory": versus and versus.as_dict(), "rollouts": rollouts}
         vs = "—" if variant == "trajectory" or versus is None else _fmt(versus)
         vs += f" (vs {MATCHED[variant]})" if variant in MATCHED and versus is not None else ""
         lines.append(
             f"| {variant} | {_fmt(gain)} | {vs} | {_fmt(missed)} | {_fmt(repeated)} | {_fmt(latency)} | "
-            f"{median:.1f} | {groups:.0f} | {zero:.0f} % |"
+            f"{median:.1f} | {rollouts:.0f} | {zero:.0f} % |"
         )
     return "\n".join(lines), values
 

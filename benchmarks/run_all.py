@@ -39,7 +39,7 @@ SCRIPTS: dict[str, tuple[list[str], bool]] = {
     "callback_overhead": (["--quick"], True),
     "memory": (["--quick"], True),
     "sft_ablation": (["--steps", "30"], False),  # trains two tiny models: --full only
-    "grpo_credit": ([], False),  # 36 streaming GRPO runs from `make demo SEEDS=3`'s folders: --full only
+    "grpo_credit": ([], False),  # 6 streaming GRPO runs a variant from `make demo SEEDS=3`'s folders: --full only
 }
 
 

@@ -25,9 +25,9 @@ from proactive_rl.synthetic.captions import GROUNDING_TASK, grounding_episode
 from proactive_rl.synthetic.environments import make_environments
 from proactive_rl.synthetic.export import (
     SPLITS,
+    OtherArgumentsError,
     export_dataset,
     export_environments,
-    read_manifest,
     split_seed,
     split_sizes,
 )
@@ -77,8 +77,8 @@ def build_model(out: Path, settings: DemoSettings) -> Path:
 
 def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> Path:
     """Write the synthetic world with `export_dataset` (mp4 + episodes JSON + environment JSONL) to ``<out>/data``;
-    a folder made with the same arguments is reused file by file, one made with others is written anew. Also writes one episodes file per task and split,
-    so that each stage reads only the tasks it trains or scores."""
+    a folder made with the same arguments is reused file by file, one made with others is written anew. Also writes
+    one episodes file per task and split, so that each stage reads only the tasks it trains or scores."""
     data = out / "data"
     args = settings.data_args()
     tasks, n = args.pop("tasks"), args.pop("n")
@@ -88,9 +88,7 @@ def generate_data(out: Path, settings: DemoSettings, progress: bool = True) -> P
     )
     try:
         result = export_dataset(data, tasks, n, progress=progress, **args)
-    except ValueError:
-        if read_manifest(data) is None:
-            raise
+    except OtherArgumentsError:
         # a world written with other settings (an earlier version's demo, other --seeds knobs): the demo's own folder
         say(f"{data} holds a synthetic world made with other settings: writing it anew")
         result = export_dataset(data, tasks, n, progress=progress, overwrite=True, **args)

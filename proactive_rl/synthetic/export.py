@@ -39,6 +39,10 @@ DATASET_RULES = {"occlusion": "ROD", "corruption": "IN-C", "sketch": "QD", "zoom
 _TEMPLATE_WIDTH = {"ROD": 2, "IN-C": 1, "QD": 2}
 
 
+class OtherArgumentsError(ValueError):
+    """`export_dataset` on a folder that holds a dataset made with other arguments (and ``overwrite`` not set)."""
+
+
 def split_seed(seed: int, split: str) -> int:
     """The seed of one split: ``3 * seed + index`` (train 0, validation 1, test 2), distinct for every pair."""
     return 3 * int(seed) + SPLITS.index(split)
@@ -184,7 +188,8 @@ def export_dataset(
         videos (`bool`, *optional*, defaults to `True`): write mp4 files (else episodes stay in-memory style).
         progress (`bool`, *optional*, defaults to `True`): show a tqdm progress bar.
         overwrite (`bool`, *optional*, defaults to `False`): rewrite every file. Without it, a folder made with
-            the same arguments is reused file by file, and one made with other arguments is an error.
+            the same arguments is reused file by file, and one made with other arguments is an error
+            (`OtherArgumentsError`, a `ValueError`).
         **knobs: difficulty knobs for the streaming tasks (`proactive_rl.synthetic.Knobs`).
 
     Returns:
@@ -226,7 +231,7 @@ def export_dataset(
     previous = read_manifest(out)
     if previous is not None and not overwrite and previous != manifest:
         changed = sorted(k for k in set(previous) | set(manifest) if previous.get(k) != manifest.get(k))
-        raise ValueError(
+        raise OtherArgumentsError(
             f"{out}: already holds a synthetic dataset made with other arguments ({', '.join(changed)} differ); "
             "choose another output folder or pass overwrite=True (--overwrite)"
         )
