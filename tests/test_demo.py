@@ -96,6 +96,36 @@ def test_only_trained_stages_are_played_on_swapped_frames(fake_pipeline, monkeyp
     assert seen == {"untrained": False, "grounding": True, "SFT": True, "suggestion GRPO": True}
 
 
+def _pauc_turns(path: Path, scores: list[float], text: str, level: int) -> None:
+    """Three PAUC turns of episode q0 (reply spans [0, 8], [10, 18], [20, 28]), each answered with `text` at its
+    start, rated `level`, scoring `scores` at ω = 0.5."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"episode_id": "q0", "turn": i, "span": [10 * i, 10 * i + 8], "gold": "A red circle appears.",
+             "predictions": [{"time": 10 * i, "text": text}], "levels": [level], "pauc": {"0.5": s}}
+            for i, s in enumerate(scores)]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.mark.parametrize("final", [[0.0, 0.5, 0.0], [1.0, 1.0, 1.0]])
+def test_the_report_says_why_the_final_model_does_not_beat_the_pauc_floor(fake_pipeline, capsys, final):
+    """The paragraph stands right below the claims table when the final model's PAUC gain over the blind answer has
+    its lower bound at or below 0, and only then."""
+    out, _ = fake_pipeline
+    pauc = out / "eval" / "grpo_suggestion" / "pauc"
+    _pauc_turns(pauc / "pauc_turns.jsonl", final, "A blue circle appears.", 3 if final[0] else 1)
+    _pauc_turns(pauc / "pauc_turns_blind.jsonl", [0.75] * 3, "A red square appears.", 3)
+    demo.run_demo(out, DemoSettings(), progress=False)
+    lines = (out / "report" / "README.md").read_text().splitlines()
+    note = [i for i, line in enumerate(lines) if line.startswith("**On PAUC the final model does not beat")]
+    if final[0]:
+        assert not note and "On PAUC" not in capsys.readouterr().out
+        return
+    [i] = note
+    assert lines[i - 1] == "" and lines[i - 2].startswith("| ")  # right below the claims table
+    assert "16.7 vs 75.0, a gain of -58.3 [" in lines[i] and "'A red square appears.'" in lines[i]
+    assert "On PAUC the final model does not beat the blind schedule: 16.7 vs 75.0" in capsys.readouterr().out
+
+
 def test_stage_selection(fake_pipeline):
     out, calls = fake_pipeline
     summary = demo.run_demo(out, DemoSettings(), train_stages=("sft",), progress=False)
@@ -351,6 +381,8 @@ GAINS = [
     _gain("grpo_suggestion", "grpo_suggestion swapped frames", "prs_b", "accident", 19.0, 0.1, 30.0),
     _gain("grpo_streaming", "sft", "prs_b", "all", 6.0, -1.0, 12.0),
     _gain("grpo_suggestion", "grpo_suggestion swapped frames", "acc", "all", 15.0, 0.0, 30.0),  # bound 0: not above
+    _gain("sft", "blind schedule", "pauc", "all", 4.0, 0.5, 8.0),
+    _gain("grpo_suggestion", "blind schedule", "pauc", "all", -5.0, -9.0, -1.0),  # below the blind answer
 ]
 
 
@@ -362,6 +394,8 @@ def test_claims_read_the_interval_bounds_hand_checked():
         "blind schedule <= 65 on accident PRS-B": (True, "50.0"),
         "SFT > blind schedule on accident PRS-B": (True, "+14.0 [+2.5, +25.0]"),
         "final > blind schedule on accident PRS-B": (False, "+25.0 [-0.5, +40.0]"),
+        "SFT > blind schedule on PAUC": (True, "+4.0 [+0.5, +8.0]"),
+        "final > blind schedule on PAUC": (False, "-5.0 [-9.0, -1.0]"),
         "swapped frames lower the final accident PRS-B": (True, "+19.0 [+0.1, +30.0]"),
         "streaming GRPO > SFT on PRS-B (streaming tasks)": (False, "+6.0 [-1.0, +12.0]"),
         "final MCQA acc >= image-blind + 15": (True, "45.0 vs 30.0"),
@@ -371,6 +405,7 @@ def test_claims_read_the_interval_bounds_hand_checked():
     assert pooled == [n for n in got if not n.startswith(("blind schedule <=", "final MCQA acc >="))]
     missing = {name: ok for name, ok, _ in claims(LOOKS_RUN, GAINS[:1])}
     assert missing["streaming GRPO > SFT on PRS-B (streaming tasks)"] is None  # no row: not evaluated
+    assert missing["final > blind schedule on PAUC"] is None
     assert claims(RUN, GAINS) == []  # no blind row reported: nothing to claim against
 
 
@@ -411,18 +446,31 @@ ACCIDENT_ANSWERS = (
 )
 
 
-def test_report_shows_how_each_stage_answers_the_targets():
+def test_report_shows_how_each_stage_answers_the_targets(tmp_path):
     counts = {"accident/num_targets": 34, "atomic/prs_b": 98.0}  # atomic: no counts, no columns
+    outputs = {"accident/outputs": 48, "accident/malformed_outputs": 0}
     stages = [
-        _stage("sft", **counts, **dict(zip(ACCIDENT_ANSWERS, (73.5, 0, 14, -2.0)))),
-        _stage("grpo_streaming", **counts, **dict(zip(ACCIDENT_ANSWERS, (93.7, 1, 2, 0.0)))),
+        # every output malformed (issue 57, item 5): each is matched like a response and credited 0 (docs/spec.md
+        # §13), so no target is missed, every one is repeated, and PRS-B is a silent model's 0
+        _stage(
+            "untrained",
+            **counts,
+            **dict(zip(ACCIDENT_ANSWERS, (0.0, 0, 34, 0.0))),
+            **{"accident/outputs": 101, "accident/malformed_outputs": 101},
+        ),  # fmt: skip
+        _stage("sft", **counts, **outputs, **dict(zip(ACCIDENT_ANSWERS, (73.5, 0, 14, -2.0)))),
+        _stage("grpo_streaming", **counts, **dict(zip(ACCIDENT_ANSWERS, (93.7, 1, 2, 0.0)))),  # no output counts
     ]
     table = report.answers_table(stages).splitlines()
     head = [c.strip() for c in table[0].strip("|").split("|")]
-    assert head == ["stage"] + [f"accident (34 targets) {w}" for w in ("missed", "repeated", "latency s")]
-    assert [c.strip() for c in table[2].strip("|").split("|")] == ["sft", "0", "14", "-2.00"]
-    assert [c.strip() for c in table[3].strip("|").split("|")] == ["grpo_streaming", "1", "2", "0.00"]
+    assert head == ["stage"] + [f"accident (34 targets) {w}" for w in ("missed", "repeated", "malformed", "latency s")]
+    assert [c.strip() for c in table[2].strip("|").split("|")] == ["untrained", "0", "34", "101 of 101", "0.00"]
+    assert [c.strip() for c in table[3].strip("|").split("|")] == ["sft", "0", "14", "0 of 48", "-2.00"]
+    assert [c.strip() for c in table[4].strip("|").split("|")] == ["grpo_streaming", "1", "2", "–", "0.00"]
     assert report.answers_table(RUN) == ""  # no counts: no table
+    text = report.write_report(tmp_path, stages, [], {"date": "d", "machine": "m", "wall_s": 1.0, "command": "c"},
+                               gains=[])["markdown"].read_text()  # fmt: skip
+    assert "so a model whose outputs are all malformed misses no target, repeats them all and scores 0" in text
 
 
 def test_the_demo_world_leaves_room_to_show_seeing():

@@ -167,3 +167,90 @@ def test_each_task_mean_with_its_interval_and_the_widest_named(tmp_path):
     seeds_md = seeds.write_seeds_report(tmp_path, runs, ("accident",), META).read_text()
     # now ±10 at most (untrained atomic PRS-B 0.2 and 0.0 comes first, in the stages' order)
     assert "is ±10.0 (seed 0, untrained, atomic prs_b, 2 held-out episodes" in seeds_md
+
+
+def test_each_stage_against_the_blind_answers_own_pauc_turns(tmp_path):
+    """``pauc_turns_blind.jsonl`` (the blind answer's per-turn PAUC, the same turn ids as the model's) gives a
+    paired PAUC row against the blind schedule."""
+    stages = _run(tmp_path)
+    _jsonl(tmp_path / "eval" / "sft" / "pauc" / "pauc_turns_blind.jsonl",
+           [{"episode_id": "p0", "turn": i, "pauc": {"0.5": 0.25}} for i in range(3)])  # fmt: skip
+    got = _by_key(comparisons.comparisons(tmp_path, stages))
+    row = got[("sft", comparisons.BLIND, "pauc", "all")]  # sft's turns: 0.3, 0.2, 0.5
+    assert (row["diff"], row["n"]) == (pytest.approx(100 * (0.05 - 0.05 + 0.25) / 3), 3)
+    assert row["ci_low"] <= row["diff"] <= row["ci_high"]
+    assert ("final", comparisons.BLIND, "pauc", "all") not in got  # final's folder has no blind turns
+    assert {r["stage"] for r in comparisons.task_means(tmp_path, stages)} == {"untrained", "sft", "final"}
+
+
+# One seed's PAUC turns (ω = 0.5) of the final model and of the blind answer, which says "A red circle appears." at
+# the start of every reply span: token-F1 2/3 or more (level 3, PAUC 1) where the colour or the shape matches the
+# gold's, 1/3 (level 2, PAUC 0.5: only "appears") where neither does. The model: silent in turn 0 (0.25), right
+# 2 s late (0.8), right 4 s late (0.6), wrong on time (level 1: 0).
+GOLD = ["A red circle appears.", "A blue circle appears.", "A blue square appears.", "A green triangle appears."]
+BLIND_TURNS = [(0.0, "A red circle appears.", 3, 1.0), (0.0, "A red circle appears.", 3, 1.0),
+               (0.0, "A red circle appears.", 2, 0.5), (0.0, "A red circle appears.", 2, 0.5)]  # fmt: skip
+MODEL_TURNS = [None, (2.0, "A blue circle appears.", 3, 0.8), (4.0, "A blue square appears.", 3, 0.6),
+               (0.0, "Three.", 1, 0.0)]  # fmt: skip
+
+
+def _pauc_turns(out: Path, turns, name: str) -> None:
+    """``<out>/eval/grpo_suggestion/pauc/<name>``: turn i of episode q0, reply span [10 i, 10 i + 8]."""
+    rows = []
+    for i, (gold, turn) in enumerate(zip(GOLD, turns)):
+        said, levels, score = ([], [], 0.25) if turn is None else ([{"time": 10 * i + turn[0], "text": turn[1]}],
+                                                                    [turn[2]], turn[3])  # fmt: skip
+        rows.append({"episode_id": "q0", "turn": i, "span": [10 * i, 10 * i + 8], "gold": gold,
+                     "predictions": said, "levels": levels, "pauc": {"0.5": score}})  # fmt: skip
+    _jsonl(out / "eval" / "grpo_suggestion" / "pauc" / name, rows)
+
+
+FINAL_STAGES = [_stage("grpo_suggestion")]
+
+
+# a model right on time in every span, against a blind answer that is only partially right in each: it beats it
+RIGHT = [(0.0, gold, 3, 1.0) for gold in GOLD]
+PARTIAL = [(0.0, "A pink star appears.", 2, 0.5)] * 4
+
+
+def _floor_run(out: Path, model=MODEL_TURNS, blind=BLIND_TURNS) -> list[dict]:
+    _pauc_turns(out, model, "pauc_turns.jsonl")
+    _pauc_turns(out, blind, "pauc_turns_blind.jsonl")
+    return FINAL_STAGES
+
+
+def test_the_pauc_floor_is_explained_when_the_final_model_does_not_beat_it(tmp_path):
+    from proactive_rl.demo.pauc_floor import floor_note
+
+    gains = comparisons.comparisons(tmp_path, _floor_run(tmp_path))
+    row = _by_key(gains)[("grpo_suggestion", comparisons.BLIND, "pauc", "all")]
+    assert (row["diff"], row["n"]) == (pytest.approx(100 * (0.25 + 0.8 + 0.6 + 0.0) / 4 - 75.0), 4)
+    note = floor_note([tmp_path / "eval" / "grpo_suggestion"], gains)
+    assert note.startswith("**On PAUC the final model does not beat the blind schedule**: 41.2 vs 75.0, a gain of "
+                           "-33.8 [")  # fmt: skip
+    assert "over 4 held-out turns" in note
+    assert "says 'A red circle appears.' at 0.0 of every reply span" in note
+    assert "mostly covered (F1 >= 0.5) on 50 % of the turns and partially covered (F1 >= 0.2) on 50 % (it shares " \
+           "'appears' with every gold answer, so it is never rated incorrect): a fixed sentence earns 75 of 100 " \
+           "without looking." in note  # fmt: skip
+    assert "silent in 25 % of the reply spans" in note
+    assert "a median 2.0 s after the span opens and is rated mostly covered on 67 % of the turns it answers, " \
+           "partially covered on 0 % and incorrect on 33 %." in note  # fmt: skip
+    # a model that beats the floor: nothing to explain
+    gains = comparisons.comparisons(tmp_path, _floor_run(tmp_path, RIGHT, PARTIAL))
+    assert _by_key(gains)[("grpo_suggestion", comparisons.BLIND, "pauc", "all")]["ci_low"] == pytest.approx(50.0)
+    assert floor_note([tmp_path / "eval" / "grpo_suggestion"], gains) == ""
+    assert floor_note([tmp_path / "eval" / "grpo_suggestion"], []) == ""  # no row: not evaluated
+
+
+def test_the_seeds_report_explains_the_pauc_floor_iff_the_pooled_claim_fails(tmp_path):
+    runs = {0: _floor_run(tmp_path / "seed0"), 1: _floor_run(tmp_path / "seed1")}
+    text = seeds.write_seeds_report(tmp_path, runs, ("accident",), META).read_text()
+    note = next(line for line in text.splitlines() if line.startswith("**On PAUC"))
+    assert note.startswith("**On PAUC the final model does not beat the blind schedule** over 2 seeds: 41.2 vs 75.0")
+    assert "over 8 held-out turns" in note
+    # right below the claims table
+    lines = text.splitlines()
+    assert lines[lines.index(note) - 1] == "" and lines[lines.index(note) - 2].startswith("| ")
+    runs = {0: _floor_run(tmp_path / "seed0", RIGHT, PARTIAL), 1: _floor_run(tmp_path / "seed1", RIGHT, PARTIAL)}
+    assert "On PAUC" not in seeds.write_seeds_report(tmp_path, runs, ("accident",), META).read_text()

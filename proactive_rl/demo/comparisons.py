@@ -3,10 +3,11 @@
 The per-item scores come from the evaluators' files under ``<out>/eval/<stage>/``: ``prs/prs_episodes.jsonl`` /
 ``prs_episodes_swap.jsonl`` (PRS-U / PRS-B per episode, per task and over all tasks, own and swapped frames),
 ``prs_episodes_blind.jsonl`` (the blind schedule's, the same for every stage), ``pauc/pauc_turns.jsonl`` (PAUC at
-ω = 0.5 per turn, the table's turn-weighted mean) and ``mcqa/outcomes.jsonl`` / ``outcomes_swap.jsonl`` (MCQA
-accuracy per environment, own and swapped images). Compared: each evaluated stage with the previous stage that has
-the same metric and task, PRS and MCQA accuracy on own vs swapped frames, and PRS against the blind schedule. PAUC's
-blind answer and swapped frames, and MCQA's image-blind policy, save no per-item scores, so they have no interval here.
+ω = 0.5 per turn, the table's turn-weighted mean), ``pauc_turns_blind.jsonl`` (the blind answer's, the same turns)
+and ``mcqa/outcomes.jsonl`` / ``outcomes_swap.jsonl`` (MCQA accuracy per environment, own and swapped images).
+Compared: each evaluated stage with the previous stage that has the same metric and task, PRS and MCQA accuracy on
+own vs swapped frames, and PRS and PAUC against the blind schedule. PAUC's swapped frames and MCQA's image-blind
+policy save no per-item scores, so they have no interval here.
 
 A row is ``{"a", "b", "metric", "task", "diff", "ci_low", "ci_high", "n"}``: ``diff`` = mean(a − b) over the items
 both rows scored (× 100, as the table), paired over those items; pooled over seeds (`pooled_comparisons`) the mean of
@@ -43,8 +44,9 @@ def stage_scores(eval_dir: Path) -> tuple[Scores, Scores, Scores]:
             for metric in ("prs_u", "prs_b"):
                 for task in (r["group"], "all"):
                     scores.setdefault((metric, task), {})[r["episode_id"]] = 100 * r[metric]
-    for r in _records(eval_dir / "pauc" / "pauc_turns.jsonl"):
-        own.setdefault(("pauc", "all"), {})[f"{r['episode_id']}#{r['turn']}"] = 100 * r["pauc"]["0.5"]
+    for name, scores in (("pauc_turns.jsonl", own), ("pauc_turns_blind.jsonl", blind)):
+        for r in _records(eval_dir / "pauc" / name):
+            scores.setdefault(("pauc", "all"), {})[f"{r['episode_id']}#{r['turn']}"] = 100 * r["pauc"]["0.5"]
     for name, scores in (("outcomes.jsonl", own), ("outcomes_swap.jsonl", swapped)):
         for r in _records(eval_dir / "mcqa" / name):
             scores.setdefault(("acc", "all"), {})[r["id"]] = 100.0 * bool(r["success"])
@@ -110,6 +112,7 @@ def task_means(out: Path, stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if stage.get("metrics") is None:
             continue
         own, _, blind = stage_scores(out / "eval" / stage["key"])
+        blind = {k: v for k, v in blind.items() if k[0] in ("prs_u", "prs_b")}  # PAUC's: no task means
         named = [(stage["key"], own)] + ([(BLIND, blind)] if blind and not seen_blind else [])
         seen_blind = seen_blind or bool(blind)
         for name, scores in named:

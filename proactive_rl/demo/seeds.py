@@ -82,6 +82,7 @@ def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained
         task_means,
         write_comparisons,
     )
+    from proactive_rl.demo.pauc_floor import FINAL, floor_note
 
     path = out / "report" / "seeds.md"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,6 +90,7 @@ def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained
     write_comparisons(out / "report" / "comparisons.json", gains)
     per_seed = {seed: comparisons(out / f"seed{seed}", stages) for seed, stages in runs.items()}
     seeds = ", ".join(str(s) for s in runs)
+    note = floor_note([out / f"seed{seed}" / "eval" / FINAL for seed in runs], gains)  # pooled PAUC claim fails: why
     means = [(seed, r) for seed, stages in runs.items() for r in task_means(out / f"seed{seed}", stages)]
     sure = []
     if means:
@@ -116,6 +118,7 @@ def write_seeds_report(out: Path, runs: dict[int, list[dict[str, Any]]], trained
             "",
             directions_table(runs, trained_tasks, per_seed, gains),
             "",
+            *([note, ""] if note else []),
             *(
                 [
                     "Each gain pooled over the seeds (the mean of the seeds' differences) with its 95 % interval: "
