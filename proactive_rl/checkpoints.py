@@ -6,9 +6,15 @@
   ``save_only_model``), and the trainer's own extras (`CheckpointMixin.checkpoint_extras`, e.g. the GRPO resume
   state of every rank). `latest_complete_checkpoint` returns the newest such folder of ``output_dir``; a newer
   incomplete one is named in one log line and skipped, never deleted.
+- **Loads without running code.** Every pickled file a resume reads (``optimizer.pt``, ``scheduler.pt``,
+  ``rng_state*.pth``, the GRPO resume state, DeepSpeed's partitioned states) must load with
+  ``torch.load(weights_only=True)`` (`unsafe_file`): a corrupt file, or one holding objects outside torch's safe
+  list, makes its checkpoint incomplete, and an explicit ``resume_from_checkpoint`` naming such a folder is refused
+  in one line. transformers 5.25.0 loads its own files that way, but DeepSpeed 0.19.8 unpickles its
+  ``global_stepN/*.pt`` without restriction: the check runs before either touches them.
 - **``true`` means the latest.** `resolve_resume` turns ``true`` (the recipe's boolean or the flag's string) into
-  that folder, or into a fresh start said in one line when there is none; an explicit path is used as given. The
-  main process decides and the others follow (one answer under DDP / ZeRO-3).
+  that folder, or into a fresh start said in one line when there is none; an explicit path is used as given (once
+  it passes the check above). The main process decides and the others follow (one answer under DDP / ZeRO-3).
 - **Atomic save.** `CheckpointMixin` makes the Trainer write a checkpoint under ``tmp-checkpoint-N/`` and rename
   it to ``checkpoint-N`` once every rank has written its part, then rotate old ones (``save_total_limit``): a kill
   at any moment leaves the previous checkpoint or the new one whole, and ``tmp-*`` is never resumed from.
@@ -20,13 +26,16 @@ Private library touches (pinned: transformers 5.25.0; declared in ``PRIVATE_TOUC
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 import shutil
+import zipfile
 from pathlib import Path
 
+from proactive_rl.errors import InputError
 from proactive_rl.preemption import Preempted, PreemptionCallback
 
 logger = logging.getLogger(__name__)
@@ -75,6 +84,72 @@ def _weights_problem(folder: Path) -> str | None:
     return "no model weights"
 
 
+def _safe_loading(deepspeed: bool) -> contextlib.ExitStack:
+    """Where ``torch.load(weights_only=True)`` also accepts transformers' numpy allowlist (its RNG states) and, for
+    DeepSpeed's files, the plain-data classes its ZeRO optimizer states pickle (DeepSpeed 0.19.8: measured on a
+    ZeRO-3 checkpoint; ``fragment_address`` and ``DynamicLossScaler`` are what ZeRO-1/2 and fp16 add)."""
+    # deferred: keeps torch/transformers out of light import paths
+    import torch
+    from transformers.trainer_pt_utils import safe_globals
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(safe_globals())
+    if not deepspeed:
+        return stack
+    try:
+        # deferred: optional extra (DeepSpeed)
+        import deepspeed  # noqa: F401
+    except ImportError:  # nothing can resume from its states then: they get no allowlist
+        return stack
+    # an import error below is a DeepSpeed change to look at (tests/rl/test_resume_no_pickle.py), not "unsafe"
+    from deepspeed.runtime.fp16.loss_scaler import DynamicLossScaler, LossScaler
+    from deepspeed.runtime.zero.config import ZeroStageEnum
+    from deepspeed.utils.tensor_fragment import fragment_address
+
+    allowed = [ZeroStageEnum, LossScaler, DynamicLossScaler, fragment_address]
+    stack.enter_context(torch.serialization.safe_globals(allowed))
+    return stack
+
+
+def _load_problem(path: Path, deepspeed: bool = False) -> str | None:
+    """Why ``path`` does not load with ``torch.load(weights_only=True)``, or `None` when it does. The tensors are
+    mapped, not read (``mmap``): the check costs about the size of the file's pickle."""
+    # deferred: keeps torch/transformers out of light import paths
+    import torch
+
+    try:
+        with _safe_loading(deepspeed):
+            torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
+    except Exception:  # noqa: BLE001 -- any failure is "cannot be loaded safely"; what it holds is said below
+        try:
+            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+        except Exception:  # noqa: BLE001 -- not a torch archive at all
+            unsafe = []
+        unsafe = [name for name in unsafe if not name.startswith("numpy.")]
+        why = f"holds objects torch's weights-only load refuses ({', '.join(unsafe[:3])})" if unsafe else ""
+        return f"{path.name} {why or 'does not load with torch.load(weights_only=True)'}: it cannot be loaded safely"
+    return None
+
+
+def unsafe_file(folder: str | Path) -> str | None:
+    """Why a pickled file of ``folder`` cannot be loaded safely (module docstring), or `None` when all of them can:
+    ``*.pt``, ``*.pth``, ``pytorch_model*.bin`` and, in a DeepSpeed checkpoint, the ``*.pt`` of its tag folder."""
+    folder = Path(folder)
+    files = [p for pattern in ("*.pt", "*.pth", "pytorch_model*.bin") for p in sorted(folder.glob(pattern))]
+    for path in files:
+        problem = _load_problem(path)
+        if problem:
+            return problem
+    latest = folder / "latest"
+    tag = latest.read_text().strip() if latest.is_file() else ""
+    if tag and (folder / tag).is_dir():
+        for path in sorted((folder / tag).glob("*.pt")):
+            problem = _load_problem(path, deepspeed=True)
+            if problem:
+                return f"{tag}/{problem}"
+    return None
+
+
 def missing_parts(folder: str | Path, extras=(), save_only_model: bool = False) -> str | None:
     """Why ``folder`` (a ``checkpoint-N``) cannot be resumed from, or `None` when it is complete (module docstring).
 
@@ -107,7 +182,7 @@ def missing_parts(folder: str | Path, extras=(), save_only_model: bool = False) 
         found = len(list(folder.glob(pattern.replace("{rank}", "*"))))
         if found == 0 or ("{rank}" in pattern and found < ranks):
             return f"{found} file(s) {pattern}"
-    return None
+    return unsafe_file(folder)
 
 
 def is_complete(folder: str | Path, extras=(), save_only_model: bool = False) -> bool:
@@ -144,27 +219,38 @@ def resolve_resume(trainer, value):
     complete checkpoint for ``true`` (`None`, said in one line, when there is none), the value itself otherwise.
 
     The main process looks and broadcasts its answer, so every rank resumes from the same folder.
+
+    Raises:
+        InputError: an explicit folder holds a file that cannot be loaded safely (`unsafe_file`).
     """
-    if not wants_latest(value):
-        return None if value is False or (isinstance(value, str) and value.strip().lower() == "false") else value
+    latest = wants_latest(value)
+    if not latest and (value is None or value is False or str(value).strip().lower() == "false"):
+        return None
     # deferred: keeps torch/transformers out of light import paths
     from accelerate.utils import broadcast_object_list
 
-    found = [None]
-    if trainer.accelerator.is_main_process:
-        latest = latest_complete_checkpoint(
+    found = [None, None]  # the folder, and why it cannot be resumed from
+    if trainer.accelerator.is_main_process and not latest:
+        found = [value, unsafe_file(value) if Path(value).is_dir() else None]
+    elif trainer.accelerator.is_main_process:
+        folder = latest_complete_checkpoint(
             trainer.args.output_dir, trainer.checkpoint_extras(), trainer.args.save_only_model
         )
-        found = [None if latest is None else str(latest)]
-        if latest is None:
+        found = [None if folder is None else str(folder), None]
+        if folder is None:
             logger.info(
                 "resume_from_checkpoint: true: no complete checkpoint in %s; starting fresh", trainer.args.output_dir
             )
         else:
-            logger.info("resume_from_checkpoint: true: resuming from %s", latest)
+            logger.info("resume_from_checkpoint: true: resuming from %s", folder)
     if trainer.accelerator.num_processes > 1:
         broadcast_object_list(found, from_process=0)
-    return found[0]
+    if found[1]:
+        raise InputError(
+            f"resume_from_checkpoint {value}: {found[1]}; resume from another checkpoint "
+            "(resume_from_checkpoint: true picks the newest one that loads)"
+        )
+    return found[0] if latest else value
 
 
 class CheckpointMixin:

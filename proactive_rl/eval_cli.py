@@ -24,14 +24,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="episode files to evaluate without a recipe (PAUC where every target has a reply window, else PRS)",
     )
-    parser.add_argument("--out", help="output folder (default: <model>/eval, or <OUTPUT_DIR>/eval_watch)")
+    parser.add_argument(
+        "--out",
+        help="output folder (default: a new <model>/eval/<data>-<YYYYmmdd-HHMMSS> each run; <OUTPUT_DIR>/eval_watch)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="--model: write into an --out that holds an earlier run's results.json (refused otherwise)",
+    )
     parser.add_argument("--dtype", default=None, help="model dtype: float32, bfloat16, float16, auto (default: auto)")
     parser.add_argument("--report_to", default="none", help="comma-separated: wandb, tensorboard, trackio, or none")
     parser.add_argument("--no-plots", action="store_true", help="no report / leaderboard plots")
     parser.add_argument(
         "--fresh",
         action="store_true",
-        help="--model: replay every episode (default: reuse those a previous run on this checkpoint finished in --out)",
+        help="--model: replay every episode in a new folder (default: resume a killed run of the same model and data)",
     )
     watch = parser.add_argument_group("watching (--watch)")
     watch.add_argument("--poll", type=float, default=30.0, help="seconds between scans (default: 30)")

@@ -1,19 +1,25 @@
 """A trainer's command line: ``--config RECIPE.yaml [--field value ...]`` checked before TRL's parser reads it.
 
 - ``--config`` names a file here or a shipped recipe (``tiny/sft.yaml``; `proactive_rl.shipped.resolve_recipe`);
+- the recipe is read once (`proactive_rl.shipped.read_recipe`): a folder, a file that is not YAML or a key set twice
+  is an `InputError`, as is an ``output_dir`` that is a file, before the trainer's imports;
 - every recipe key and ``--flag`` must be a field of the trainer's dataclasses, else an `InputError` naming the file,
   the key and the closest field (``did you mean `learning_rate`?``) instead of TRL's "Unknown arguments" traceback;
+  a value must have its field's type (`proactive_rl.recipe_types`);
 - what the dataclasses reject while parsing (a bad value) becomes an `InputError` prefixed with the recipe's path.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from proactive_rl.errors import InputError, did_you_mean
+from proactive_rl.errors import InputError, NotAFolder, did_you_mean
+from proactive_rl.recipe_types import check_types
 from proactive_rl.shipped import read_recipe, resolve_recipe
 
 
@@ -41,10 +47,18 @@ def config_path(argv: Sequence[str]) -> str | None:
 
 def resolve_config(argv: Sequence[str]) -> list[str]:
     """`argv` with its ``--config`` resolved to a file (a local one, else the shipped recipe of that name), given as
-    ``--config FILE`` (the form TRL's parser reads)."""
+    ``--config FILE`` (the form TRL's parser reads). The file is read once here (`read_recipe`), so a recipe that is a
+    folder, not YAML, or sets a key twice is an `InputError` before anything else reads it (TRL's parser would keep
+    the last of two values silently)."""
     path = config_path(argv)
     if path is None:
         return list(argv)
+    path = resolve_recipe(path)
+    recipe = read_recipe(path)
+    try:  # here, before the trainer's imports (seconds)
+        check_output_dir(setting(argv, recipe if isinstance(recipe, dict) else {}, "output_dir")[0])
+    except InputError as err:
+        raise located(err, path, argv) from None
     rest, skip = [], False
     for i, arg in enumerate(argv):
         if skip:
@@ -53,7 +67,26 @@ def resolve_config(argv: Sequence[str]) -> list[str]:
             skip = True
         elif not arg.startswith("--config="):
             rest.append(arg)
-    return ["--config", resolve_recipe(path), *rest]
+    return ["--config", path, *rest]
+
+
+def check_output_dir(output_dir: str | None) -> None:
+    """``output_dir`` must be a folder or a path one can be made at: a file there (or in the way of one of its
+    parents) is a `NotAFolder` naming it, not the Trainer's ``FileExistsError`` after the model has loaded."""
+    if not isinstance(output_dir, str):  # null: the Trainer's default; another type: `check_types` reports it
+        return
+    if not output_dir.strip():
+        raise InputError("output_dir: empty; pass --output_dir a folder")
+    path = Path(output_dir)
+    try:
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    except OSError as err:  # a name too long for the file system
+        raise InputError(f"output_dir: {output_dir[:80]!r}... cannot be a folder here ({err.strerror})") from None
+    if blocker is not None:
+        where = "is a file" if blocker == path else f"cannot be made: {blocker} is a file"
+        raise NotAFolder(
+            f"output_dir: {output_dir!r} {where}; pass --output_dir a folder (a new one, or the run's to resume it)"
+        )
 
 
 def field_names(parser) -> set[str]:
@@ -92,6 +125,7 @@ def parse_recipe(parser, argv: Sequence[str]) -> tuple:
     value is an `InputError` naming where it was set (the recipe's path, or ``command line`` for a flag)."""
     argv = negative_values_joined(argv)
     recipe = check_keys(parser, argv)
+    check_types(parser, recipe, config_path(argv))
     check_devices(argv, recipe)
     where = config_path(argv) or "command line"
 
@@ -186,7 +220,8 @@ def check_values(parsed: tuple, argv: Sequence[str]) -> None:
     for args in parsed:
         for key, ok, rule in VALUE_RULES:
             value = getattr(args, key, None)
-            if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)) and not ok(value):
+            number = value is not None and not isinstance(value, bool) and isinstance(value, (int, float))
+            if number and not (math.isfinite(value) and ok(value)):  # nan and inf pass no rule
                 where = "command line" if key in flags else path
                 raise InputError(f"{where}: {key}: must be {rule}, got {value!r}")
 
@@ -203,6 +238,9 @@ VALUE_RULES = (
     ("temperature", lambda v: v > 0, "> 0"),
     ("num_generations", lambda v: v >= 2, "an integer >= 2 (GRPO compares a group of completions)"),
     ("max_completion_length", lambda v: v >= 1, "an integer >= 1"),
+    ("save_steps", lambda v: v > 0, "> 0 (steps, or a fraction of the run below 1)"),
+    ("logging_steps", lambda v: v > 0, "> 0 (steps, or a fraction of the run below 1)"),
+    ("lora_dropout", lambda v: 0 <= v < 1, ">= 0 and < 1"),
 )
 
 

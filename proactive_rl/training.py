@@ -25,7 +25,7 @@ from proactive_rl.evaluation.shutdown import exit_launched
 from proactive_rl.models.spec import check_model_source, load_model_spec, parse_tiny_spec
 from proactive_rl.models.tokenizer import STATE_TOKENS
 from proactive_rl.preemption import REQUEUE_EXIT_CODE, Preempted
-from proactive_rl.recipe_args import config_path, located, parse_recipe, resolve_config
+from proactive_rl.recipe_args import check_output_dir, config_path, located, parse_recipe, resolve_config
 
 PRIVATE_TOUCHES = {
     "_tied_weights_keys": "transformers 5.25.0: PreTrainedModel._tied_weights_keys, keys a checkpoint may omit "
@@ -62,8 +62,8 @@ def run_entry_point(make_parser, main, argv: list[str] | None = None) -> int:
 
 def check_inputs(script_args, training_args, model_args) -> None:
     """What a run reads must exist before any model loads: every episode file of the recipe's mixtures and of its
-    evaluators (`proactive_rl.data.mixture.check_source`), every environment file, then the model
-    (`check_model_args`)."""
+    evaluators (`proactive_rl.data.mixture.check_source`), every environment file, a folder ``output_dir`` can be
+    (`check_output_dir`), then the model (`check_model_args`)."""
     for key in ("dataset_mixture", "eval_mixture", "replay_mixture"):
         for i, src in enumerate(getattr(script_args, key, None) or []):
             if isinstance(src, DatasetSource):
@@ -73,6 +73,7 @@ def check_inputs(script_args, training_args, model_args) -> None:
             source = getattr(spec, "source", "synthetic")
             if source != "synthetic" and not Path(source).exists():
                 raise MissingInput(f"{key}[{i}]: no such file {source!r} (paths are relative to {Path.cwd()})")
+    check_output_dir(training_args.output_dir)
     config = getattr(script_args, "eval_callback", None)
     for i, evaluator in enumerate(getattr(config, "evaluators", None) or []):
         for key in ("episodes", "baseline_episodes"):

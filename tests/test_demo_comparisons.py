@@ -233,9 +233,18 @@ def test_the_pauc_floor_is_explained_when_the_final_model_does_not_beat_it(tmp_p
     assert "mostly covered (F1 >= 0.5) on 50 % of the turns and partially covered (F1 >= 0.2) on 50 % (it shares " \
            "'appears' with every gold answer, so it is never rated incorrect): a fixed sentence earns 75 of 100 " \
            "without looking." in note  # fmt: skip
-    assert "silent in 25 % of the reply spans" in note
-    assert "a median 2.0 s after the span opens and is rated mostly covered on 67 % of the turns it answers, " \
-           "partially covered on 0 % and incorrect on 33 %." in note  # fmt: skip
+    assert note.endswith("The final model's commonest answer in the reply spans is 'A blue circle appears.', and 0 % "
+                         "of its answers (3 distinct texts) are the blind answer's own text: turn by turn it scores "
+                         "below the blind answer on 3 of 4 turns (1 silent, 1 answered later, 1 on time with worse "
+                         "words), as much on 0 and more on 1.")  # fmt: skip
+    # a model that says the blind answer's text, on time but in one span: it ties, and is silent in the others
+    tie = [(0.0, "A red circle appears.", 3, 1.0), None, None, None]
+    note = floor_note([tmp_path / "eval" / "grpo_suggestion"],
+                      comparisons.comparisons(tmp_path, _floor_run(tmp_path, tie)))  # fmt: skip
+    assert note.endswith("is 'A red circle appears.', and 100 % of its answers (1 distinct text) are the blind "
+                         "answer's own text, so at best it ties the blind answer: turn by turn it scores below the "
+                         "blind answer on 3 of 4 turns (3 silent, 0 answered later, 0 on time with worse words), as "
+                         "much on 1 and more on 0.")  # fmt: skip
     # a model that beats the floor: nothing to explain
     gains = comparisons.comparisons(tmp_path, _floor_run(tmp_path, RIGHT, PARTIAL))
     assert _by_key(gains)[("grpo_suggestion", comparisons.BLIND, "pauc", "all")]["ci_low"] == pytest.approx(50.0)
@@ -249,6 +258,8 @@ def test_the_seeds_report_explains_the_pauc_floor_iff_the_pooled_claim_fails(tmp
     note = next(line for line in text.splitlines() if line.startswith("**On PAUC"))
     assert note.startswith("**On PAUC the final model does not beat the blind schedule** over 2 seeds: 41.2 vs 75.0")
     assert "over 8 held-out turns" in note
+    assert "says 'A red circle appears.' / 'A red circle appears.' (each seed's, fitted on its training split)" in note
+    assert "(2 silent, 2 answered later, 2 on time with worse words), as much on 0 and more on 2." in note
     # right below the claims table
     lines = text.splitlines()
     assert lines[lines.index(note) - 1] == "" and lines[lines.index(note) - 2].startswith("| ")

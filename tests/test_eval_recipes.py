@@ -37,7 +37,9 @@ def test_recipe_parses_cites_and_shows_its_command(path):
     lines = path.read_text().splitlines()
     command = lines[0].lstrip("# ")
     assert "proactive_rl.cli eval" in command or command.startswith("proactive-rl eval"), lines[0]
-    assert f"--config {path.relative_to(ROOT)}" in command, "the launch line must name this file"
+    assert f"--config {path.relative_to(ROOT / 'recipes')}" in command, (
+        "the launch line must name this file (shipped name)"
+    )
     argv = command.split("proactive_rl.cli", 1)[1].split() if "proactive_rl.cli" in command else command.split()[1:]
     build_parser().parse_args(argv)  # the command's flags are the eval command's
     header = "\n".join(line for line in lines if line.startswith("#"))

@@ -34,6 +34,8 @@ logger = logging.getLogger("proactive_eval")
 
 FORMATS = ("auto", "episodes", "pvqa", "p3i")
 MISSING_SHOWN = 5  # missing media files named by `convert`
+EPISODES_FIX = "write a JSON list (or JSONL) of episode records, docs/spec.md §1, or a ProactiveVideoQA anno.json"
+PREDICTIONS_FIX = 'write one JSON line {"id": EPISODE_ID, "responses": [{"time": SECONDS, "text": ...}]} per episode'
 
 # ---- loading -----------------------------------------------------------------------------------------
 
@@ -52,21 +54,57 @@ def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise", video
     """Episodes from `path` in format `fmt` (one of `FORMATS`); relative videos resolve against `video_root`
     (default: the file's folder)."""
     # deferred: keeps --help / light imports fast
+    from proactive_eval.records import nonempty
+
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    if not Path(path).exists():
-        raise InputError(f"episodes file not found: {path}")
+    _require_file(path, "episodes file")
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt == "pvqa":
         from proactive_eval.formats import convert_pvqa
 
-        return convert_pvqa(path, on_error=on_error, video_root=video_root)
-    if fmt == "p3i":
+        episodes = convert_pvqa(path, on_error=on_error, video_root=video_root)
+    elif fmt == "p3i":
         from proactive_eval.formats import convert_p3i
 
-        return convert_p3i(path, on_error=on_error, video_root=video_root)
-    return load_episodes(path, on_error=on_error, video_root=video_root)
+        episodes = convert_p3i(path, on_error=on_error, video_root=video_root)
+    else:
+        episodes = load_episodes(path, on_error=on_error, video_root=video_root)
+    return nonempty(episodes, path, "episodes", EPISODES_FIX)
+
+
+def _require_file(path, what: str) -> None:
+    """An `InputError` naming `path` unless it is a file (a long or invalid path is "not found", not an OSError)."""
+    # deferred: keeps --help / light imports fast
+    from proactive_eval.records import is_file, shown
+
+    if not is_file(path):
+        shown_path = str(path) if len(str(path)) <= 200 else shown(str(path))
+        kind = "is a folder, not a file" if _is_dir(path) else "not found"
+        raise InputError(f"{what} {kind}: {shown_path}")
+
+
+def _check_out(path) -> None:
+    """An `InputError` when the report folder `path` names an existing file (found before any work is done)."""
+    if path is not None and Path(path).exists() and not _is_dir(path):
+        raise InputError(f"--out: {path} is a file; name a folder for the report (it is created if missing)")
+
+
+def _is_dir(path) -> bool:
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _read_predictions(path, silence=()):
+    """`load_predictions` of a file that must hold at least one record (an empty one is an error, exit 2)."""
+    # deferred: keeps --help / light imports fast
+    from proactive_eval.records import nonempty
+
+    _require_file(path, "predictions file")
+    return nonempty(load_predictions(path, silence), path, "predictions", PREDICTIONS_FIX)
 
 
 def load_files(paths, fmt: str = "auto", on_error: str = "raise", video_root: str | Path | None = None):
@@ -92,7 +130,7 @@ def make_policy(spec: str):
     if spec == "silent":
         return streaming.SilentPolicy()
     if kind == "replay" and rest:
-        return streaming.ScriptedPolicy(load_predictions(rest))
+        return streaming.ScriptedPolicy(_read_predictions(rest))
     if kind == "openai" and "@" in rest:
         try:
             from proactive_eval.openai_policy import OpenAIChatPolicy
@@ -140,6 +178,15 @@ def _score_args(
     )
 
 
+def _check_scoring_flags(args) -> None:
+    """The flags of ``score`` and ``run``, checked before any file is read or any episode played."""
+    if not all(0 <= o <= 1 for o in args.omega):  # also refuses nan
+        raise InputError(f"--omega: every ω must be in [0, 1], got {' '.join(map(str, args.omega))}")
+    if args.judge_concurrency < 1:
+        raise InputError(f"--judge-concurrency: must be >= 1, got {args.judge_concurrency}")
+    _check_out(args.out)
+
+
 def cmd_score(args) -> int:
     if args.benchmark:  # the official results files of OVO-Bench / StreamingBench PO (docs/ovo_bench.md)
         # deferred: keeps --help / light imports fast
@@ -152,10 +199,9 @@ def cmd_score(args) -> int:
         return 0
     if args.episodes is None:
         raise InputError("--episodes is required (or --benchmark ovo-bench|streamingbench-po with --annotations)")
+    _check_scoring_flags(args)
     episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
-    if not Path(args.predictions).exists():
-        raise InputError(f"predictions file not found: {args.predictions}")
-    predictions = load_predictions(args.predictions, _silence(args))
+    predictions = _read_predictions(args.predictions, _silence(args))
     meta = {
         "episodes": " ".join(args.episodes),
         "predictions": str(args.predictions),
@@ -195,6 +241,14 @@ def cmd_run(args) -> int:
         from proactive_eval.streaming import run_streaming
     except ImportError as err:
         raise InputError(f"the streaming loop is not available: {err}") from None
+    # deferred: keeps --help / light imports fast
+    from proactive_eval.episodes import MAX_FPS
+
+    if args.fps is not None and not 0 < args.fps <= MAX_FPS:  # also refuses nan
+        raise InputError(f"--fps: must be > 0 and at most {MAX_FPS:g}, got {args.fps}")
+    if args.max_frames is not None and args.max_frames < 1:
+        raise InputError(f"--max-frames: must be >= 1, got {args.max_frames}")
+    _check_scoring_flags(args)
     episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
     policy = make_policy(args.policy)
     out = Path(args.out)
@@ -254,14 +308,15 @@ def cmd_convert(args) -> int:
     from proactive_eval.formats import missing_media, rebase_episodes, rebase_proactivebench
 
     src = Path(args.input)
-    if not src.exists():
-        raise InputError(f"input file not found: {src}")
-    if args.video_root is not None and not Path(args.video_root).is_dir():
+    _require_file(src, "input file")
+    if args.video_root is not None and not _is_dir(args.video_root):
         raise InputError(f"--video-root: not a folder: {args.video_root}")
     if args.source == "proactivebench":
         from proactive_eval.formats import load_proactivebench, save_proactivebench
+        from proactive_eval.records import nonempty
 
         records = load_proactivebench(src, on_error=args.on_error, data_dir=args.video_root)
+        nonempty(records, src, "ProactiveBench records", "write one JSON record per line (docs/spec.md §6)")
         items = rebase_proactivebench(records, args.out, args.paths)
         save_proactivebench(args.out, items)
     else:
@@ -291,18 +346,27 @@ def cmd_baseline(args) -> int:
 
     from proactive_eval.baseline_report import baseline_results, baseline_text
 
+    if not 0 <= args.alpha < float("inf"):  # also refuses nan
+        raise InputError(f"--alpha: must be a finite number >= 0, got {args.alpha}")
     if args.dataset:
         from proactive_eval.baseline_mcqa import blind_mcqa_summary
-        from proactive_eval.environments import load_environments
+        from proactive_eval.environments import ENVIRONMENTS_FIX, load_environments
+        from proactive_eval.records import nonempty
 
         def load(paths):
-            return [
-                env
-                for path in paths
-                for env in load_environments(
-                    path, args.dataset, args.data_dir, load_images=False, protocol=args.protocol
-                )
-            ]
+            envs = []
+            for path in paths:
+                _require_file(path, "environments file")
+                try:
+                    loaded = load_environments(
+                        path, args.dataset, args.data_dir, load_images=False, protocol=args.protocol
+                    )
+                except InputError:
+                    raise
+                except ValueError as err:  # an unknown dataset or protocol: the message lists the valid ones
+                    raise InputError(str(err)) from None
+                envs += nonempty(loaded, path, f"{args.protocol} benchmark records", ENVIRONMENTS_FIX)
+            return envs
 
         results = {"mcqa": blind_mcqa_summary(load(args.episodes), load(args.fit) if args.fit else None)}
     else:

@@ -31,6 +31,9 @@ from proactive_eval.mcqa_types import MCQAObservation, StepResult
 from proactive_eval.metrics.proactivebench import classify_answer, dataset_key, proactivebench_summary
 from proactive_eval.records import EpisodeError, EpisodeList, collect, read_records
 
+#: What an empty environments file should hold (the CLIs' error for one, exit 2).
+ENVIRONMENTS_FIX = "write the authors' <folder>_preprocessed.jsonl records, one JSON object per line (docs/spec.md §6)"
+
 __all__ = [
     "DATASET_RULES",
     "EpisodeOutcome",

@@ -13,7 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from proactive_eval.predictions import atomic_write_text
-from proactive_eval.records import EpisodeError, EpisodeList, check_record, collect, number, read_records, span
+from proactive_eval.records import (
+    EpisodeError,
+    EpisodeList,
+    check_record,
+    collect,
+    media_path,
+    number,
+    read_records,
+    shown,
+    span,
+)
 from proactive_rewards import BUILTIN_TASKS, Target
 from proactive_rewards.task_table import list_tasks, unknown_task_message
 
@@ -22,6 +32,11 @@ __all__ = ["TASKS", "Episode", "EpisodeError", "EpisodeList", "UserTurn", "load_
 #: The built-in tasks; an episode's task may be any task of `proactive_rewards.list_tasks()` (built-in or registered).
 TASKS = BUILTIN_TASKS
 _KNOWN_FIELDS = {"id", "task", "video", "duration", "fps", "instruction", "user_turns", "targets", "meta"}
+#: The longest episode accepted, in seconds (24 h): a longer one is a unit error (ms for s) or a corrupt record, and
+#: every loop over an episode's decision steps (`proactive_eval.video.sample_times`) is bounded by it.
+MAX_DURATION = 86400.0
+#: The highest decision rate accepted (steps per second), for the same reason.
+MAX_FPS = 60.0
 
 
 @dataclass(frozen=True)
@@ -86,20 +101,15 @@ class Episode:
         """Parse and validate one record; raises `EpisodeError` naming file, id and field."""
         rid, fail = check_record(record, file, ("id", "task", "duration", "instruction", "targets"))
         task = record["task"]
+        if not isinstance(task, str):
+            raise fail("task", f"must be a task name (a string), got {shown(task)}")
         if task not in list_tasks():
-            raise fail("task", unknown_task_message(task))
-        duration = number(record["duration"], lambda m: fail("duration", m))
-        if duration <= 0:
-            raise fail("duration", f"must be > 0, got {duration}")
-        fps = number(record.get("fps", 1.0), lambda m: fail("fps", m))
-        if fps <= 0:
-            raise fail("fps", f"must be > 0, got {fps}")
+            raise fail("task", unknown_task_message(task if len(task) <= 60 else shown(task)))
+        duration = _rate(record["duration"], MAX_DURATION, "s (24 h)", lambda m: fail("duration", m))
+        fps = _rate(record.get("fps", 1.0), MAX_FPS, "steps per second", lambda m: fail("fps", m))
         if not isinstance(record["instruction"], str):
             raise fail("instruction", "must be a string")
-        video = record.get("video")
-        if video is not None and not isinstance(video, str):
-            if not isinstance(video, dict) or "frames_dir" not in video:
-                raise fail("video", 'must be a path or {"frames_dir": ..., "fps": ...}')
+        video = _video(record.get("video"), fail)
 
         targets = _parse_targets(record["targets"], duration, fail)
         user_turns = _parse_user_turns(record.get("user_turns", []), duration, fail)
@@ -145,10 +155,33 @@ def save_episodes(path: str | Path, episodes: list[Episode]) -> None:
     atomic_write_text(path, json.dumps([e.to_dict() for e in episodes], indent=1, ensure_ascii=False) + "\n")
 
 
+def _rate(value, high: float, unit: str, fail) -> float:
+    """A number in ``(0, high]`` (a duration or an fps), or ``fail(message)``."""
+    value = number(value, fail)
+    if not 0 < value <= high:
+        raise fail(f"must be > 0 and at most {high:g} {unit}, got {value:g}")
+    return value
+
+
+def _video(value, fail) -> str | dict | None:
+    """The ``video`` field: `None`, a path, or ``{"frames_dir": path, "fps": ...}`` (docs/spec.md §1)."""
+    if value is None or isinstance(value, str):
+        return value if value is None else media_path(value, lambda m: fail("video", m))
+    if not isinstance(value, dict) or "frames_dir" not in value:
+        raise fail("video", f'must be a path or {{"frames_dir": ..., "fps": ...}}, got {shown(value)}')
+    media_path(value["frames_dir"], lambda m: fail("video.frames_dir", m))
+    if "fps" in value:
+        _rate(value["fps"], MAX_FPS, "frames per second", lambda m: fail("video.fps", m))
+    return value
+
+
 def _window(value, fld: str, fail, allow_empty: bool = False) -> tuple[float, float] | None:
     if value is None:
         return None
-    return span(value, lambda m: fail(fld, m), allow_empty=allow_empty, nonnegative=False)
+    a, b = span(value, lambda m: fail(fld, m), allow_empty=allow_empty, nonnegative=False)
+    if max(abs(a), abs(b)) > MAX_DURATION:
+        raise fail(fld, f"must lie within ±{MAX_DURATION:g} s (24 h), got [{a:g}, {b:g}]")
+    return a, b
 
 
 def _in_video(time: float, duration: float, fld: str, fail) -> None:

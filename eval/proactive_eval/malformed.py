@@ -3,6 +3,10 @@
 A malformed output broke the state-token protocol: PRS counts it and credits it 0, PAUC never shows it to the
 judge. A model whose outputs are mostly malformed therefore scores what a silent model scores (PAUC 25), which reads
 like a number; the warning says it is not one.
+
+An output at a time no stream has (before 0, or after the episode's video ends) is malformed too
+(`flag_outside_video`): a predictions file that holds one was not written by a causal run over that video, so it is
+counted, never scored as an answer.
 """
 
 from __future__ import annotations
@@ -10,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from proactive_rewards import as_response
+from proactive_rewards import Response, as_response
+
+#: Slack on the video's end, in seconds, for times written with rounding.
+END_TOLERANCE = 1e-6
 
 
 def count_malformed(responses: Iterable) -> tuple[int, int]:
@@ -29,3 +36,36 @@ def malformed_warning(row: dict[str, Any], what: str = "the model") -> str | Non
         f"warning: {malformed} of {outputs} outputs of {what} are malformed (not </Silence> or </Response> + text, "
         "docs/spec.md §13), so its scores are those of a silent model; check its chat template and turn format"
     )
+
+
+def video_end(episode) -> float:
+    """The last time an output of `episode` can have: its duration, or a later annotated span end (a reply span
+    that runs past the stated duration is the annotation's word on the video's length)."""
+    ends = [episode.duration]
+    for target in episode.targets:
+        ends += [span[1] for span in (target.window, target.related) if span is not None]
+    return max(ends)
+
+
+def flag_outside_video(episode, responses: Iterable) -> tuple[list[Response], int]:
+    """`responses` with every output outside ``[0, video_end(episode)]`` flagged malformed, and how many were.
+
+    Example:
+
+    ```python
+    >>> from types import SimpleNamespace
+    >>> episode = SimpleNamespace(duration=10.0, targets=[])
+    >>> flagged, outside = flag_outside_video(episode, [Response(-1.0, "a"), Response(5.0, "b"), Response(99.0, "c")])
+    >>> [r.malformed for r in flagged], outside
+    ([True, False, True], 2)
+
+    ```
+    """
+    end = video_end(episode) + END_TOLERANCE
+    out, outside = [], 0
+    for r in map(as_response, responses):
+        if not 0 <= r.time <= end:
+            outside += 1
+            r = Response(r.time, r.text, True)
+        out.append(r)
+    return out, outside

@@ -10,7 +10,9 @@ unfiltered``; the report (``report.md``, ``results.json``) names the protocol an
 Policies: ``oracle`` (the environment's oracle where it has one — MS-COCO — else the correct category at
 once), ``abstain`` (always the abstain option), ``replay:ANSWERS.jsonl`` (``{"id", "dataset", "answers":
 [...]}`` per environment, answered in order) or ``package.module:factory`` (``factory()`` returns
-``observation -> answer text``; it gets the images).
+``observation -> answer text``; it gets the images). A replay file supplies answers only: a record whose id is no
+environment's, or that repeats an earlier record's id, is not played and is counted in ``results.json``
+(``meta.replay_records_ignored``).
 """
 
 from __future__ import annotations
@@ -23,9 +25,39 @@ from pathlib import Path
 
 from proactive_eval.metrics.proactivebench import DATASETS, dataset_key
 from proactive_eval.predictions import atomic_write_text
-from proactive_eval.records import EpisodeError, read_records
+from proactive_eval.records import EpisodeError, check_record, is_file, nonempty, read_records, shown
 
 POLICY_HELP = "oracle | abstain | replay:ANSWERS.jsonl | package.module:factory"
+ANSWERS_FIX = 'write one JSON line {"id": ..., "dataset": "ROD", "answers": ["A", ...]} per environment'
+
+
+def read_answers(path: str | Path) -> tuple[dict[tuple[str, str], list[str]], int]:
+    """A replay file's answers, ``(dataset acronym, id) → answers``, and how many records repeated an earlier
+    record's ``(dataset, id)`` (the first is kept). Errors name the file, the record and the field."""
+    if not is_file(path):
+        raise EpisodeError(f"replay answers file not found: {shown(str(path))}")
+    records = nonempty(read_records(path), path, "answers", ANSWERS_FIX)
+    answers: dict[tuple[str, str], list[str]] = {}
+    repeated = 0
+    for index, record in enumerate(records):
+        try:
+            rid, fail = check_record(record, str(path), ("id", "dataset", "answers"))
+        except EpisodeError as err:
+            raise EpisodeError(err.reason, file=str(path), record=f"#{index}", field=err.field) from None
+        try:
+            key = dataset_key(record["dataset"]) if isinstance(record["dataset"], str) else None
+        except ValueError as err:
+            raise fail("dataset", str(err)) from None
+        if key is None:
+            raise fail("dataset", f"must be a dataset acronym or folder name, got {shown(record['dataset'])}")
+        items = record["answers"]
+        if not isinstance(items, list) or not all(isinstance(a, str) for a in items):
+            raise fail("answers", f"must be a list of answer strings, got {shown(items)}")
+        if (key, rid) in answers:
+            repeated += 1
+        else:
+            answers[(key, rid)] = list(items)
+    return answers, repeated
 
 
 def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
@@ -44,12 +76,13 @@ def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
     if spec == "abstain":
         return (lambda env: lambda obs: next((o for o in obs.options if is_abstention(o)), "")), False
     if kind == "replay" and rest:
-        answers = {(str(r["dataset"]), str(r["id"])): list(r["answers"]) for r in read_records(rest)}
+        answers, repeated = read_answers(rest)
 
         def replay_for(env):
             it = iter(answers.get((env.dataset, str(env.id)), []))
             return lambda obs: next(it, "")
 
+        replay_for.answers, replay_for.repeated = answers, repeated  # counted in the report
         return replay_for, False
     if rest and "." in kind:
         try:
@@ -73,23 +106,30 @@ def cmd_mcqa(args) -> int:
 def _run(args) -> int:
     # deferred: keeps `proactive-eval --help` light (the environments load the format readers)
     from proactive_eval.baseline_mcqa import blind_mcqa_summary
-    from proactive_eval.environments import load_environments, run_environment
+    from proactive_eval.environments import ENVIRONMENTS_FIX, load_environments, run_environment
     from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results
     from proactive_eval.speed import timed
 
     data_dir = Path(args.data_dir)
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise EpisodeError(f"--out: {args.out} is a file; name a folder for the report (it is created if missing)")
     keys = [dataset_key(d) for d in (args.datasets or DATASETS)]
     policy_for, needs_images = make_mcqa_policy(args.policy)
     skip = {} if args.no_skip else None
-    rows, in_file, played = [], {}, []
+    rows, in_file, played, known = [], {}, [], set()
     for key in keys:
         path = data_dir / f"{DATASETS[key]}_preprocessed.jsonl"
-        if not path.exists():
+        if not is_file(path):
             if args.datasets:
                 raise FileNotFoundError(f"{path}: no {key} file in --data-dir")
             continue
         envs = load_environments(path, key, data_dir, args.hint, needs_images, args.on_error, args.protocol, skip)
+        if not envs.selection.in_file:
+            raise EpisodeError(
+                f"no records: the file is empty or holds an empty list; {ENVIRONMENTS_FIX}", file=str(path)
+            )
         in_file[key] = envs.selection.in_file
+        known |= {(key, str(env.id)) for env in envs}
         for env in envs[: args.max_items]:
             seconds: list[float] = []  # per answer, for the report's speed columns
             played.append(copy.deepcopy(env))  # as loaded, for the blind floor
@@ -99,8 +139,17 @@ def _run(args) -> int:
     if not rows:
         raise FileNotFoundError(f"{data_dir}: no <folder>_preprocessed.jsonl of {', '.join(keys)}")
     meta = {"data_dir": str(data_dir), "policy": args.policy, "records_in_files": in_file}
+    if hasattr(policy_for, "answers"):
+        unknown = sum(key not in known for key in policy_for.answers)
+        meta["replay_records_ignored"] = {"ids_matching_no_environment": unknown, "repeated_ids": policy_for.repeated}
     results = mcqa_results(rows, args.protocol, skip, meta, blind_floor=blind_mcqa_summary(played))
     text = mcqa_markdown(results)
+    if "replay_records_ignored" in meta:
+        ignored = meta["replay_records_ignored"]
+        text += (
+            f"\nreplay answers not played: {ignored['ids_matching_no_environment']} records matching no environment, "
+            f"{ignored['repeated_ids']} repeating an id (the first is played)\n"
+        )
     print(text)
     if args.out:
         out = Path(args.out)

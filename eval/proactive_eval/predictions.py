@@ -8,7 +8,10 @@ The official ProactiveVideoQA / MMDuet form is read too (one line per video)::
 
     {"question_id": "...", "model_response_list": [{"time": 3.0, "content": "...", "role": "assistant"}]}
 
-(user turns in ``model_response_list`` are ignored, as the official scorer does). Each stored text is classified
+(user turns in ``model_response_list`` are ignored, as the official scorer does). Only the id and the responses'
+times and texts are read: nothing else in a predictions file (targets, durations, tasks) is ever used, since the
+truth comes from the episodes alone. A repeated id is not scored twice: its first record is kept and the others
+are counted (`Predictions.duplicates`); ids that match no episode are counted by the scorer. Each stored text is classified
 by the one turn classifier of `proactive_rewards` (docs/spec.md §13) as a *stored response*: bare text is a
 response (its state token was stripped when it was stored), ``</Silence>`` or empty text is silence, a text that
 still holds state tokens is judged by the strict rule. A record ``{"time", "text", "malformed": true}`` is a
@@ -24,13 +27,13 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from proactive_eval.records import EpisodeError, iter_jsonl, read_text
+from proactive_eval.file_modes import default_file_mode
+from proactive_eval.records import EpisodeError, iter_jsonl, number, parse_json, read_text, shown
 from proactive_rewards import Response, as_response
 from proactive_rewards.turns import MALFORMED, SILENCE, classify_turn
 
@@ -75,7 +78,16 @@ def warn_undeclared_silence(outputs: Iterable[Response], where: str) -> None:
         )
 
 
-def load_predictions(path: str | Path, silence_signals: Iterable[str] = ()) -> dict[str, list[Response]]:
+class Predictions(dict):
+    """What `load_predictions` returns: episode id → outputs, plus ``duplicates``, the ids of the records that
+    repeated an earlier record's id (one entry per ignored record)."""
+
+    def __init__(self, outputs=(), duplicates: list[str] | None = None):
+        super().__init__(outputs)
+        self.duplicates: list[str] = list(duplicates or [])
+
+
+def load_predictions(path: str | Path, silence_signals: Iterable[str] = ()) -> Predictions:
     """Read a predictions file (project JSONL, official ``model_response_list`` JSONL, or a JSON list of either).
 
     Args:
@@ -83,20 +95,28 @@ def load_predictions(path: str | Path, silence_signals: Iterable[str] = ()) -> d
         silence_signals (`Iterable[str]`, *optional*): texts that mean "silent" for this model (docs/spec.md §13).
 
     Returns:
-        `dict[str, list[Response]]`: episode id → non-silent outputs (malformed ones flagged), sorted by time
-        (stable).
+        `Predictions`: episode id → non-silent outputs (malformed ones flagged), sorted by time (stable); a
+        repeated id keeps its first record, the others are listed in ``.duplicates`` (logged, never scored).
 
     Raises:
-        `EpisodeError`: naming the file, line/record id and field of a malformed record or a duplicate id.
+        `EpisodeError`: naming the file, line/record id and field of a malformed record.
     """
     path = Path(path)
     signals = tuple(silence_signals)
-    out: dict[str, list[Response]] = {}
+    out = Predictions()
     for where, record in _read_records(path):
         rid, responses = _parse_record(record, path, where, signals)
         if rid in out:
-            raise EpisodeError("duplicate id in predictions", file=str(path), record=rid, field="id")
+            out.duplicates.append(rid)
+            continue
         out[rid] = sorted(responses, key=lambda r: r.time)
+    if out.duplicates:
+        logger.warning(
+            "%s: %d records repeat an earlier id (e.g. %s): only the first of each id is scored",
+            path,
+            len(out.duplicates),
+            shown(out.duplicates[0]),
+        )
     warn_undeclared_silence((r for rs in out.values() for r in rs), str(path))
     return out
 
@@ -177,8 +197,10 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     """Write `text` to a temp file beside `path`, then rename it over `path` (readers never see half a file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, default_file_mode())  # mkstemp's 0o600 would hide results from the group (umask applies)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -194,10 +216,7 @@ def _read_records(path: Path):
         for lineno, record in iter_jsonl(text, path):
             yield f"line {lineno}", record
         return
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise EpisodeError(f"invalid JSON: {err}", file=str(path)) from None
+    data = parse_json(text, path, nonfinite=True)  # times are checked by `number`; nothing else is read
     for i, record in enumerate(data):
         yield f"#{i}", record
 
@@ -210,8 +229,14 @@ def _parse_record(record, path: Path, where: str, signals: tuple[str, ...]) -> t
         ("question_id", "model_response_list", "content") if official else ("id", "responses", "text")
     )
     rid = record.get(id_key, record.get("id"))
-    if rid is None or str(rid) == "":
+    if rid is None:
         raise EpisodeError(f"{where}: missing required field", file=str(path), field=id_key)
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)) or str(rid) == "":
+        raise EpisodeError(
+            f"{where}: must be a non-empty string or integer (an episode id), got {shown(rid)}",
+            file=str(path),
+            field=id_key,
+        )
     rid = str(rid)
 
     def fail(field: str, msg: str) -> EpisodeError:
@@ -219,18 +244,18 @@ def _parse_record(record, path: Path, where: str, signals: tuple[str, ...]) -> t
 
     items = record.get(list_key)
     if not isinstance(items, list):
-        raise fail(list_key, "missing or not a list")
+        raise fail(list_key, f"missing or not a list, got {shown(items)}")
     responses = []
     for i, item in enumerate(items):
         fld = f"{list_key}[{i}]"
         if not isinstance(item, dict) or "time" not in item:
-            raise fail(fld, f'must be an object with "time" and "{text_key}"')
+            raise fail(fld, f'must be an object with "time" and "{text_key}", got {shown(item)}')
         if official and item.get("role", "assistant") != "assistant":
             continue
-        time = item["time"]
-        if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time):
-            raise fail(fld + ".time", f"must be a finite number, got {time!r}")
+        time = number(item["time"], lambda m, f=fld: fail(f + ".time", m))
         text = item.get(text_key, item.get("text"))
+        if text is not None and not isinstance(text, str):
+            raise fail(f"{fld}.{text_key}", f"must be a string (the model's text) or null, got {shown(text)}")
         if item.get("malformed") is True:
             output = Response(float(time), text if isinstance(text, str) else "", True)
         else:

@@ -19,13 +19,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from proactive_eval.blind import fit_label
+from proactive_eval.file_modes import default_file_mode
 from proactive_eval.malformed import malformed_warning
 from proactive_eval.metrics.pauc import PAUCResult, episode_group, parse_judge_level
 from proactive_eval.metrics.prs import PRSReport
 from proactive_eval.predictions import atomic_write_text
 from proactive_eval.speed import add_speed, speed_cells
 from proactive_rewards import as_response
+
+#: Bars of the responses-per-target histogram (the last one: that many or more).
+HISTOGRAM_BINS = 20
 
 
 def build_results(
@@ -201,6 +207,12 @@ def markdown_report(results: dict[str, Any]) -> str:
     for key in ("episodes", "predictions", "judge", "created"):
         if key in meta:
             parts.append(f"- {key}: `{meta[key]}`")
+    if "responses_outside_video" in meta:  # what the predictions held that was not scored (docs/evaluation.md)
+        parts.append(
+            f"- not scored from the predictions: {meta.get('prediction_ids_matching_no_episode', 0)} ids matching no "
+            f"episode, {meta.get('prediction_duplicates_ignored', 0)} records repeating an id (the first is scored); "
+            f"{meta['responses_outside_video']} responses outside their video's [0, duration], scored as malformed"
+        )
     # the ids matching no episode of the whole run (each metric's summary sees only its own episodes' ids)
     unknown = meta.get(
         "prediction_ids_matching_no_episode",
@@ -303,16 +315,17 @@ def pyplot():
 
 def save_figure(fig, path: Path) -> Path:
     """Write `fig` to the PNG `path` atomically (a temporary file, then renamed) and close it; returns `path`."""
-    # deferred: optional extra
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
     os.close(fd)
     try:
+        os.chmod(tmp, default_file_mode())  # mkstemp's 0o600 would hide the figure from the group (umask applies)
         fig.savefig(tmp, dpi=110)
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
         fig.clf()
+        # deferred: optional extra
         import matplotlib.pyplot as plt
 
         plt.close(fig)
@@ -413,14 +426,16 @@ def plot_responses_histogram(counts: dict[str, list[int]], path: str | Path) -> 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
     top = max(max(c) for c in counts.values() if c) if any(counts.values()) else 0
+    top = min(top, HISTOGRAM_BINS)  # the last bar counts every target with more (a flood of responses stays 1 bar)
     width = 0.8 / max(1, len(counts))
     for k, (label, values) in enumerate(counts.items()):
-        hist = [sum(1 for v in values if v == n) for n in range(top + 1)]
+        hist = np.bincount(np.minimum(np.asarray(values, dtype=int), top), minlength=top + 1)
         ax.bar([n + (k - (len(counts) - 1) / 2) * width for n in range(top + 1)], hist, width=width, label=label)
     from matplotlib.ticker import MaxNLocator
 
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xticks(range(top + 1))
+    labels = [str(n) for n in range(top)] + [f"{top}+" if top == HISTOGRAM_BINS else str(top)]
+    ax.set_xticks(range(top + 1), labels)
     ax.set_xlabel("responses per target")
     ax.set_ylabel("targets")
     ax.legend(fontsize=8)

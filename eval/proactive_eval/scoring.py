@@ -4,6 +4,11 @@
 The one ``--judge`` spec serves both metrics: the PAUC judge, and the PRS content scorer of free-text tasks
 (intervention; `proactive_eval.metrics.content`). Episodes that could not be played are left out of every metric,
 listed in ``results["failures"]`` and counted in each row's coverage.
+
+The episodes are the only truth: predictions are matched to their ids, and only the responses of a matched id are
+scored. Ids that match no episode, records that repeat an id (`proactive_eval.predictions.Predictions`) and
+responses outside their video (`proactive_eval.malformed.flag_outside_video`: scored as malformed) are counted in
+``results["meta"]`` and in the printed report.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from proactive_eval.errors import InputError
+from proactive_eval.records import shown
 
 logger = logging.getLogger("proactive_eval")
 
@@ -98,7 +104,7 @@ def score(
     pvqa_ids, other_ids = {e.id for e in pvqa}, {e.id for e in other}
     unknown = sorted(set(predictions) - pvqa_ids - other_ids)
     if unknown:
-        logger.warning("%d prediction ids match no episode (e.g. %r)", len(unknown), unknown[0])
+        logger.warning("%d prediction ids match no episode (e.g. %s)", len(unknown), shown(unknown[0]))
     meta = dict(meta or {})
     meta.update(
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -106,6 +112,8 @@ def score(
         episodes_total=len(episodes),
     )
     meta["prediction_ids_matching_no_episode"] = len(unknown)
+    meta["prediction_duplicates_ignored"] = len(getattr(predictions, "duplicates", ()))
+    predictions, meta["responses_outside_video"] = _matched(playable, predictions)
 
     pauc = prs = judge = None
 
@@ -137,6 +145,24 @@ def score(
         )
         print("wrote " + ", ".join(str(p) for p in written.values()))
     return results
+
+
+def _matched(episodes, predictions: dict) -> tuple[dict, int]:
+    """The predictions of `episodes` only, each response outside its video flagged malformed, and how many were."""
+    # deferred: keeps `proactive-eval --help` light
+    from proactive_eval.malformed import flag_outside_video
+
+    matched, outside = {}, 0
+    for episode in episodes:
+        if episode.id in predictions:
+            matched[episode.id], n = flag_outside_video(episode, predictions[episode.id])
+            outside += n
+    if outside:
+        logger.warning(
+            "%d responses are before 0 s or after their episode's video ends: counted as malformed, never scored",
+            outside,
+        )
+    return matched, outside
 
 
 def _looks(pvqa, other, predictions, counterfactuals, fit_episodes, judge_spec, the_judge, omegas) -> dict:

@@ -251,6 +251,7 @@ def run_benchmark(benchmark: str, annotations, prompter, protocol: str, out, vid
         missing = bench.missing
     summary.update(protocol=protocol, speed={**summary["speed"], **prompter.speed.summary()}, missing_videos=missing)
     out = Path(out)
+    summary["meta"] = {"annotations": str(annotations), "results_json": str(out / "results.json")}
     out.mkdir(parents=True, exist_ok=True)
     (out / RESULTS_FILES[benchmark]).write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     (out / "results.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from proactive_eval.episodes import Episode, EpisodeError, load_episodes
+from proactive_eval.records import media_path
 from proactive_rewards.task_table import load_tasks
 from proactive_rl.data.sources import dataset_episodes, looks_like_hub_id
 from proactive_rl.errors import InputError, MissingInput, did_you_mean
@@ -87,6 +88,7 @@ class DatasetSource:
             hint = did_you_mean(first, _SOURCE_KEYS).replace(" did you mean", f" `{first}`: did you mean")
             raise InputError(f"{where}: unknown keys {sorted(unknown)};{hint} expected some of {sorted(_SOURCE_KEYS)}")
         src = cls(**raw)
+        check_source_name(src.source, f"{where}.source")
         if not (isinstance(src.weight, (int, float)) and src.weight > 0):
             raise InputError(f"{where}.weight: must be a number > 0, got {src.weight!r}")
         if src.source == "synthetic":
@@ -164,9 +166,21 @@ def load_mixture(sources: list[DatasetSource], on_error: str = "raise") -> tuple
     return episodes, skipped
 
 
+def check_source_name(source: Any, where: str) -> None:
+    """An `InputError` at `where` (``dataset_mixture[i].source``) for a source that is no usable path: not a string,
+    empty (``''`` would read the working directory as a dataset folder), with a NUL byte, or a name longer than the
+    file system takes (an ``OSError`` when looked up)."""
+
+    def fail(message: str) -> InputError:
+        return InputError(f"{where}: {message}; name an episode file, a dataset folder, a Hub id or 'synthetic'")
+
+    media_path(source, fail)
+
+
 def check_source(src: DatasetSource, where: str = "dataset_mixture") -> None:
     """`MissingInput` naming the closest file when a source is neither synthetic, a file, a folder nor a Hub id;
     run before any model loads (`proactive_rl.training.check_inputs`) and again when the source is read."""
+    check_source_name(src.source, f"{where}.source")
     path = Path(src.source)
     if src.source == "synthetic" or path.is_file() or path.is_dir() or looks_like_hub_id(src.source):
         return

@@ -98,9 +98,9 @@ def evaluate_stage(
 ) -> dict[str, Any]:
     """Evaluate the model saved in `model_dir` (`evaluate_model`: ``out/results.json``, one folder of reports per
     evaluator); returns the metrics: ``{"<task>/prs_u", "<task>/prs_b", "<task>/prs_b_timing", "prs_u", "prs_b",
-    "pauc", "acc", "ps"}`` (× 100 except ps), each task's ``num_targets``, ``missed_targets``, ``repeated_targets`` and
-    ``median_latency_b`` (docs/spec.md §12), plus ``"predictions"`` (episode id -> ``[(time, text)]``) for the
-    timelines."""
+    "pauc", "acc", "ps"}`` (× 100 except ps), each task's ``num_targets``, ``missed_targets``, ``repeated_targets``,
+    ``median_latency_b`` (docs/spec.md §12), ``outputs`` and ``malformed_outputs`` (§13), plus ``"predictions"``
+    (episode id -> ``[(time, text)]``) for the timelines."""
     # deferred: keeps torch/transformers out of light import paths
     import torch
 
@@ -119,7 +119,8 @@ def evaluate_stage(
         group = prs["groups"].get(task, {})
         metrics[f"{task}/prs_u"], metrics[f"{task}/prs_b"] = group.get("prs_u"), group.get("prs_b")
         metrics[f"{task}/prs_b_timing"] = group.get("prs_b_timing")
-        for key in ("num_targets", "missed_targets", "repeated_targets", "median_latency_b"):
+        for key in ("num_targets", "missed_targets", "repeated_targets", "median_latency_b", "outputs",
+                    "malformed_outputs"):  # fmt: skip
             metrics[f"{task}/{key}"] = group.get(key)
     metrics["pauc"] = entries["pauc"]["metrics"].get("pauc_w0.5")
     metrics["acc"], metrics["ps"] = entries["mcqa"]["summary"]["acc"], entries["mcqa"]["summary"]["ps"]

@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seeds",
         type=int,
         default=1,
-        help="run the demo for seeds 0..N-1 (in <out>/seed<k>) and write a mean ± sd table to <out>/report/seeds.md",
+        help="run the demo for seeds 0..N-1 (in <out>/seed<k>; a seed folder holding that seed's finished run is reused) "
+        "and write a mean ± sd table to <out>/report/seeds.md",
     )
     parser.add_argument(
         "--stages",
@@ -291,6 +292,20 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     return name + family + avx512
 
 
+def finished_seed(folder: Path, settings: DemoSettings, chosen: tuple[str, ...]) -> dict[str, Any] | None:
+    """The summary (``demo_results.json``) of a seed's run in `folder` that finished with these `settings` and every
+    stage of `chosen` ok, else `None`: ``--seeds N`` reuses it, so a killed multi-seed run resumes at the seed it was
+    on (and seeds run apart, one ``--seed k --out OUT/seed<k>`` each, are then reported together)."""
+    try:
+        summary = json.loads((folder / "demo_results.json").read_text())
+    except (OSError, ValueError):
+        return None
+    same = summary.get("settings") == json.loads(json.dumps(settings.as_dict(), default=str))
+    stages = summary.get("stages")
+    ok = isinstance(stages, list) and all(isinstance(s, dict) and "status" in s for s in stages)
+    return summary if same and ok and _stages_ok(stages, chosen) and "wall_s" in summary else None
+
+
 def _run_seeds(args: argparse.Namespace, settings: DemoSettings, chosen: tuple[str, ...], command: str) -> int:
     """``--seeds N``: the demo for seeds 0..N-1 in ``<out>/seed<k>``, then ``<out>/report/seeds.md``."""
     # deferred: keeps --help / light imports fast
@@ -298,19 +313,26 @@ def _run_seeds(args: argparse.Namespace, settings: DemoSettings, chosen: tuple[s
     from proactive_rl.demo.seeds import directions_table, seeds_table, write_seeds_report
     from proactive_rl.demo.stages import say
 
-    start, runs, ok = time.perf_counter(), {}, True
+    runs, ok, wall = {}, True, 0.0
     for seed in range(args.seeds):
-        say(f"seed {seed} of 0..{args.seeds - 1} -> {Path(args.out) / f'seed{seed}'}")
-        summary = run_demo(
-            Path(args.out) / f"seed{seed}",
-            replace(settings, seed=seed),
-            chosen,
-            progress=not args.no_progress,
-            command=command.replace(f" --seeds {args.seeds}", "") + f" --seed {seed} (one of --seeds {args.seeds})",
-        )
+        folder = Path(args.out) / f"seed{seed}"
+        summary = finished_seed(folder, replace(settings, seed=seed), chosen)
+        if summary is not None:
+            say(f"seed {seed}: {folder} holds this seed's finished run (same settings, every stage ok): reused")
+        else:
+            say(f"seed {seed} of 0..{args.seeds - 1} -> {folder}")
+            summary = run_demo(
+                folder,
+                replace(settings, seed=seed),
+                chosen,
+                progress=not args.no_progress,
+                command=command.replace(f" --seeds {args.seeds}", "")
+                + f" --seed {seed} (one of --seeds {args.seeds})",
+            )
         runs[seed] = summary["stages"]
+        wall += summary["wall_s"]
         ok = ok and _stages_ok(summary["stages"], chosen)
-    meta = _run_meta(time.perf_counter() - start, command)
+    meta = _run_meta(wall, command)
     path = write_seeds_report(Path(args.out), runs, settings.tasks, meta)
     _copy_doc(path, args.doc)
     print()

@@ -90,18 +90,28 @@ def timing_table(stages: list[dict[str, Any]]) -> str:
 
 def answers_table(stages: list[dict[str, Any]]) -> str:
     """Markdown: per stage and task, how the held-out targets were answered under PRS-B matching (docs/spec.md §4,
-    §12): missed (no response), repeated (more than one: the target's score is divided among them) and the median
-    latency of each target's best response (negative: early). What a stage fixes or breaks, where PRS-B only says by
-    how much. Empty without these counts."""
+    §12): missed (no output matched to it), repeated (more than one: the target's score is divided among them), the
+    malformed outputs of all its outputs (docs/spec.md §13: matched like any response and credited 0, so a model
+    whose outputs are all malformed misses no target yet scores 0, as a silent one) and the median latency of each
+    target's best response (negative: early). What a stage fixes or breaks, where PRS-B only says by how much. Empty
+    without these counts."""
     tasks, ran = _tasks_with(stages, "num_targets")
     if not tasks:
         return ""
     targets = {t: next(n for s in ran if (n := s["metrics"].get(f"{t}/num_targets")) is not None) for t in tasks}
     header = ["stage"] + [
-        f"{t} ({targets[t]} targets) {what}" for t in tasks for what in ("missed", "repeated", "latency s")
+        f"{t} ({targets[t]} targets) {what}"
+        for t in tasks
+        for what in ("missed", "repeated", "malformed", "latency s")
     ]
-    keys = ("missed_targets", "repeated_targets", "median_latency_b")
-    rows = [[s["name"], *(_cell(s["metrics"].get(f"{t}/{key}")) for t in tasks for key in keys)] for s in ran]
+
+    def cells(m: dict[str, Any], t: str) -> list[str]:
+        bad, outputs = m.get(f"{t}/malformed_outputs"), m.get(f"{t}/outputs")
+        malformed = "–" if bad is None or outputs is None else f"{bad} of {outputs}"
+        return [_cell(m.get(f"{t}/missed_targets")), _cell(m.get(f"{t}/repeated_targets")), malformed,
+                _cell(m.get(f"{t}/median_latency_b"))]  # fmt: skip
+
+    rows = [[s["name"], *(c for t in tasks for c in cells(s["metrics"], t))] for s in ran]
     return _markdown(header, rows)
 
 
@@ -346,8 +356,11 @@ def write_report(
         *(
             [
                 "How each stage answers the held-out targets (PRS-B matching, docs/spec.md §4): targets missed (no "
-                "response), repeated (more than one response: PRS-B divides the target's score among them) and the "
-                "median latency of each target's best response in seconds (negative: early):",
+                "output matched to them), repeated (more than one: PRS-B divides the target's score among them), the "
+                "malformed outputs of all the stage's outputs (docs/spec.md §13: a malformed output is matched like a "
+                "response and credited 0, so a model whose outputs are all malformed misses no target, repeats "
+                "them all and scores 0, as a silent model does) and the median latency of each target's best "
+                "response in seconds (negative: early):",
                 "",
                 answers,
                 "",

@@ -7,8 +7,9 @@ Attach it from a recipe (``eval_callback:`` block, see `EvalCallbackConfig`) or 
 At each trigger (``on_save``, ``on_evaluate``, every N steps) it evaluates the live model on every rank
 (`evaluate_model`), logs the scalars on the main process to every ``report_to`` backend, and writes
 ``checkpoint-N/eval/results.json`` (or ``output_dir/eval/step-N/`` without a checkpoint) with its reports and
-plots, atomically. A failing evaluator is logged with its traceback and listed in the results as incomplete;
-training goes on unless ``fail_fast: true``. Every evaluation's wall time is logged
+plots, atomically. A run resumed from a checkpoint that was saved but never scored (killed while it was being
+evaluated) scores it first, before the first step. A failing evaluator is logged with its traceback and listed in
+the results as incomplete; training goes on unless ``fail_fast: true``. Every evaluation's wall time is logged
 (``eval_callback/wall_time_s``) and appended, with the metrics, to ``output_dir/eval/history.jsonl``, which
 survives checkpoint rotation.
 """
@@ -27,7 +28,7 @@ from transformers import TrainerCallback
 from proactive_rl.evaluation.backends import log_results
 from proactive_rl.evaluation.base import build_evaluators
 from proactive_rl.evaluation.config import EvalCallbackConfig
-from proactive_rl.evaluation.run import evaluate_model
+from proactive_rl.evaluation.run import RESULTS_NAME, evaluate_model
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,31 @@ class ProactiveEvalCallback(TrainerCallback):
         # Build every evaluator's episodes / environments now: a bad episode file fails before the first step.
         for ev in self.evaluators:
             ev.items()
+        out = self._unscored_checkpoint(args, state)
+        if out is not None:  # the run resumed from it: the live weights are its weights
+            logger.info(
+                "step %d: %s was saved but never scored (the run was killed?): evaluating it",
+                state.global_step,
+                out.parent,
+            )
+            self._evaluate(args, state, out, kwargs)
+
+    def _unscored_checkpoint(self, args, state) -> Path | None:
+        """On a resume, the ``eval/`` folder of the checkpoint the run resumed from (``checkpoint-<global_step>``) when
+        ``on_save`` should have scored it and its ``results.json`` was never written: a run killed while evaluating it
+        (the Trainer saves, then calls ``on_save``) would otherwise never score it. Decided on the main process."""
+        # deferred: keeps torch/transformers out of light import paths
+        from accelerate import PartialState
+        from accelerate.utils import broadcast_object_list
+
+        out = None
+        if state.is_world_process_zero and self.config.on_save and state.global_step > 0:
+            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if checkpoint.is_dir() and not (checkpoint / "eval" / RESULTS_NAME).is_file():
+                out = str(checkpoint / "eval")
+        if PartialState().num_processes > 1:
+            out = broadcast_object_list([out])[0]
+        return Path(out) if out is not None else None
 
     def on_step_end(self, args, state, control, **kwargs):
         n = self.config.every_n_steps

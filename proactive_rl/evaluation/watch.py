@@ -2,8 +2,9 @@
 
 A checkpoint is evaluated once it is *complete*: ``trainer_state.json`` (the Trainer writes it last), a config
 and weights are present, and no file in it (its ``eval/`` folder aside) changed size or mtime for `settle_s`
-seconds. Progress is kept in ``<out>/state.json`` (written atomically after every checkpoint), so a restarted
-watcher skips what is done, and resumes the checkpoint it was killed in (`proactive_rl.evaluation.resume`: the
+seconds. One whose newest file was modified longer than `settle_s` ago (a run that has finished, a checkpoint minutes
+old) is complete when first seen, and evaluated without waiting. Progress is kept in ``<out>/state.json`` (written
+atomically after every checkpoint), so a restarted watcher skips what is done, and resumes the checkpoint it was killed in (`proactive_rl.evaluation.resume`: the
 items stored under ``<out>/checkpoint-N/`` for the same checkpoint files are not played again). A checkpoint that
 cannot be loaded (truncated, corrupt) is reported with the reason and marked ``corrupt``; it is retried only if its
 files change. A checkpoint deleted before its turn (checkpoint
@@ -147,8 +148,12 @@ class CheckpointWatcher:
             previous = self._seen.get(path.name)
             if previous is None or previous[0] != sig:
                 self._seen[path.name] = (sig, now)
-                if self.settle_s > 0:
+                # settle only what was written within the window: a checkpoint whose newest file is older is whole
+                newest = max((mtime for _, _, mtime in sig), default=0) / 1e9
+                if self.settle_s > 0 and time.time() - newest < self.settle_s:
                     continue
+                ready.append((step, str(path), _digest(sig)))
+                continue
             if now - self._seen[path.name][1] >= self.settle_s:
                 ready.append((step, str(path), _digest(sig)))
         for name in list(self._seen):
@@ -290,8 +295,8 @@ class CheckpointWatcher:
 
         Args:
             poll_s (`float`, *optional*, defaults to `30.0`): seconds between scans.
-            once (`bool`, *optional*): evaluate what is ready now (waiting `settle_s` for what is being written)
-                and return.
+            once (`bool`, *optional*): evaluate what is ready now (waiting `settle_s` only for what was written
+                within it) and return.
             follow (`bool`, *optional*): keep watching after the run has finished (stop with Ctrl-C).
             max_idle_s (`float`, *optional*): stop after this long without a new checkpoint to evaluate.
         """

@@ -18,6 +18,11 @@ here per rank as ``proactive_rl_state_<rank>.pt`` in the checkpoint folder by `R
   (``steps_per_generation × num_iterations`` not dividing the steps done), the buffered rollouts
   ``_buffered_inputs`` the next steps train on (TRL 1.16 restarts ``_step`` at 0 and would roll out afresh).
 
+The file holds tensors and plain Python values only (checked when it is written, `plain_state`) and is read with
+``torch.load(weights_only=True)``: a checkpoint from elsewhere cannot run code when resumed from. A file that does
+not load that way (a crafted pickle, a corrupt file) is refused in one line naming it (`restore_resume_state`), and
+makes its checkpoint incomplete for ``resume_from_checkpoint: true`` (`proactive_rl.checkpoints.unsafe_file`).
+
 Weights: ``Trainer._load_from_checkpoint`` (transformers 5.25.0) loads ``model.safetensors`` with a raw
 ``load_state_dict``, but ``save_pretrained`` writes Qwen-VL weights in the hub's key layout, so a resumed GRPO run
 silently went on from the *initial* weights (measured: a run resumed at step 2 ended 2.4e-3 away from the
@@ -41,6 +46,7 @@ from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from proactive_rl.checkpoints import CheckpointMixin, latest_complete_checkpoint, resolve_resume, wants_latest
+from proactive_rl.errors import InputError
 from proactive_rl.grpo.reward_guard import GuardedReward
 from proactive_rl.training import load_checkpoint_weights
 
@@ -84,7 +90,7 @@ class ResumableGRPOMixin(CheckpointMixin):
         return (STATE_FILE,)
 
     def write_checkpoint_extras(self, folder: Path) -> None:
-        torch.save(resume_state(self), folder / STATE_FILE.format(rank=self.accelerator.process_index))
+        torch.save(plain_state(resume_state(self)), folder / STATE_FILE.format(rank=self.accelerator.process_index))
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args, **kwargs):
         resume_from_checkpoint = resolve_resume(self, resume_from_checkpoint)
@@ -125,6 +131,31 @@ def resume_state(trainer) -> dict[str, Any]:
     return state
 
 
+def plain_state(value: Any, where: str = "state") -> Any:
+    """`value` itself, once checked to hold only what ``torch.load(weights_only=True)`` reads back: tensors, `None`,
+    `bool`, `int`, `float`, `str`, and lists, tuples and str-keyed dicts of them.
+
+    Raises:
+        TypeError: naming the entry of another type (a rollout field this file would not load back).
+    """
+    if value is None or isinstance(value, (torch.Tensor, bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            plain_state(item, f"{where}[{i}]")
+        return value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"resume state: {where} has a {type(key).__name__} key {key!r}; keys must be str")
+            plain_state(item, f"{where}[{key!r}]")
+        return value
+    raise TypeError(
+        f"resume state: {where} is a {type(value).__name__}; the file holds tensors and plain Python values only "
+        "(it is read with torch.load(weights_only=True))"
+    )
+
+
 class ResumeStateCallback(TrainerCallback):
     """Writes `resume_state` into every checkpoint folder, on every rank (after the Trainer saved its own part)."""
 
@@ -141,7 +172,7 @@ class ResumeStateCallback(TrainerCallback):
         path = folder / STATE_FILE.format(rank=self.trainer.accelerator.process_index)
         # a save that wrote no folder (save_only_model at the end), or one whose atomic save wrote the file already
         if folder.is_dir() and not path.is_file():
-            torch.save(resume_state(self.trainer), path)
+            torch.save(plain_state(resume_state(self.trainer)), path)
 
 
 def checkpoint_folder(trainer, resume_from_checkpoint: str | bool | None) -> Path | None:
@@ -165,7 +196,14 @@ def restore_resume_state(trainer, resume_from_checkpoint: str | bool | None) -> 
     if not path.is_file():
         logger.warning("%s: no %s; the reward counters and rollout buffer start afresh", folder, path.name)
         return
-    state = torch.load(path, map_location=trainer.accelerator.device, weights_only=False)
+    try:
+        state = torch.load(path, map_location=trainer.accelerator.device, weights_only=True)
+    except Exception:  # noqa: BLE001 -- a corrupt file or a pickle of other objects: either way not loaded
+        raise InputError(
+            f"{path}: cannot be loaded safely (torch.load with weights_only=True refuses it: corrupt, or objects "
+            "other than tensors and plain values); resume from another checkpoint"
+        ) from None
+    _check_state(state, path)
     guards = _guards(trainer)
     if len(guards) != len(state["reward_guards"]):
         raise ValueError(
@@ -178,6 +216,40 @@ def restore_resume_state(trainer, resume_from_checkpoint: str | bool | None) -> 
     trainer._buffered_inputs = state["buffered_inputs"]
     replay = getattr(trainer, "replay", None)
     if replay is not None and "replay_rng" in state:
-        replay.rng.setstate(state["replay_rng"])
+        try:
+            replay.rng.setstate(state["replay_rng"])
+        except (TypeError, ValueError) as err:
+            raise InputError(f"{path}: field 'replay_rng' is not a random.Random state ({err})") from None
     if state.get("window_order") is not None:
         trainer._resumed_order = state["window_order"].cpu()
+
+
+_STATE_FIELDS = {  # field: (accepted types, required)
+    "global_step": (int, True),
+    "reward_guards": ((list, tuple), True),
+    "trl_step": (int, True),
+    "buffered_inputs": ((list, type(None)), True),
+    "replay_rng": (tuple, False),
+    "window_order": ((torch.Tensor, type(None)), False),
+}
+
+
+def _check_state(state: Any, path: Path) -> None:
+    """A state file that loaded safely but is not one `resume_state` wrote is refused in one line naming the field."""
+    if not isinstance(state, dict):
+        raise InputError(f"{path}: holds a {type(state).__name__}, not a resume state; resume from another checkpoint")
+    for field, (types, required) in _STATE_FIELDS.items():
+        if field not in state:
+            if required:
+                raise InputError(f"{path}: no field {field!r}; resume from another checkpoint")
+            continue
+        if not isinstance(state[field], types) or isinstance(state[field], bool):
+            raise InputError(
+                f"{path}: field {field!r} is a {type(state[field]).__name__}; resume from another checkpoint"
+            )
+    pairs = state["reward_guards"]
+    if not all(isinstance(p, (list, tuple)) and len(p) == 2 and all(type(n) is int for n in p) for p in pairs):
+        raise InputError(f"{path}: field 'reward_guards' is not a list of [seen, errors] pairs of integers")
+    order = state.get("window_order")
+    if order is not None and order.dtype != torch.uint8:
+        raise InputError(f"{path}: field 'window_order' is a {order.dtype} tensor, not a generator state (uint8)")

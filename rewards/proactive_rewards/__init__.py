@@ -21,7 +21,14 @@ from proactive_rewards.parsing import (
     responses_of,
     token_f1,
 )
-from proactive_rewards.registry import get_reward, list_rewards, register_reward, task_rewards
+from proactive_rewards.registry import (
+    get_reward,
+    list_content_scorers,
+    list_rewards,
+    register_content_scorer,
+    register_reward,
+    task_rewards,
+)
 from proactive_rewards.suggestion import proactive_suggestion_reward
 from proactive_rewards.task_table import (
     BUILTIN_TASKS,
@@ -78,6 +85,7 @@ __all__ = [
     "get_reward",
     "get_task",
     "intervention_reward",
+    "list_content_scorers",
     "list_rewards",
     "list_tasks",
     "load_tasks",
@@ -91,6 +99,7 @@ __all__ = [
     "parse_turns",
     "proactive_suggestion_reward",
     "prs_score",
+    "register_content_scorer",
     "register_reward",
     "register_task",
     "responses_of",

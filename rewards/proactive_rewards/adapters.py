@@ -17,8 +17,10 @@ reading its framework's shapes:
 from __future__ import annotations
 
 import math
+import numbers
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 
 from proactive_rewards.registry import _REGISTRY, get_reward, list_rewards, task_rewards
 from proactive_rewards.turns import TIMESTAMP_PATTERN
@@ -48,12 +50,15 @@ def reward_for_task(task) -> str:
     ('count', 'proactive_suggestion')
     """
     table = task_rewards()
-    if task in table:
+    if isinstance(task, str) and task in table:
         return table[task]
-    if task in _REGISTRY:
+    if isinstance(task, str) and task in _REGISTRY:
         return task
-    valid = sorted(set(table) | set(list_rewards()))
-    raise SampleError("task", f"unknown {task!r}; expected one of {', '.join(valid)}")
+    # the registry's list, the one `get_reward` and the server's /health give, then the task names that map to one
+    tasks = [t for t in table if t not in _REGISTRY]
+    raise SampleError(
+        "task", f"unknown {task!r}; expected one of {', '.join(list_rewards())} or a task: {', '.join(tasks)}"
+    )
 
 
 def split_transcript(text: str) -> tuple[list[str], list[float]] | None:
@@ -109,29 +114,66 @@ def _plain(value):
     return value.tolist() if hasattr(value, "tolist") and not isinstance(value, (str, bytes)) else value
 
 
-_CACHE: dict = {}
+# Built rewards per parameter setting, bounded: a server sees settings chosen by its clients.
+_CACHE: dict[str, dict] = {}
+_CACHE_SIZE, _CACHE_KEY_CHARS = 128, 4096
+_CACHE_LOCK = threading.Lock()
+_NUMBERS = ("alpha", "lam", "r_p")
+
+
+def _check_type(key: str, value) -> None:
+    """The built-in parameters' types, so that a bad one fails when the reward is built, not at the first sample."""
+    if key in _NUMBERS and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+        raise SampleError(f"params.{key}", f"expected a number, got {type(value).__name__}")
+    if key == "signal" and not isinstance(value, str):
+        raise SampleError(f"params.{key}", f"expected a string, got {type(value).__name__}")
+    if key == "valid_actions" and (
+        isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(a, str) for a in value)
+    ):
+        raise SampleError(f"params.{key}", "expected a list of strings")
+
+
+def _build(params: Mapping) -> dict:
+    known = sorted({p for spec in _REGISTRY.values() for p in spec.params})
+    for key, value in params.items():
+        if key not in known:
+            raise SampleError(f"params.{key}", f"unknown parameter; the rewards take {', '.join(known)}")
+        _check_type(key, value)
+        # every reward that takes it checks it, whichever task the request scores (a bad r_p fails on accident too)
+        for name, spec in _REGISTRY.items():
+            if key in spec.params:
+                try:
+                    get_reward(name, **{key: value})
+                except (TypeError, ValueError) as err:
+                    raise SampleError(f"params.{key}", str(err)) from None
+    built = {}
+    for name, spec in _REGISTRY.items():
+        try:
+            built[name] = get_reward(name, **{k: v for k, v in params.items() if k in spec.params})
+        except (TypeError, ValueError) as err:
+            raise SampleError("params", str(err)) from None
+    return built
 
 
 def _reward(name: str, params: Mapping):
-    """`get_reward(name, **params)` restricted to the parameters that reward takes, built once per setting."""
-    spec = _REGISTRY[name]
-    unknown = sorted(set(params) - {p for s in _REGISTRY.values() for p in s.params})
-    if unknown:
-        raise SampleError("params", f"unknown parameter(s) {unknown}")
-    own = {k: v for k, v in params.items() if k in spec.params}
-    key = (name, repr(sorted(own.items())))
-    if key not in _CACHE:
-        try:
-            _CACHE[key] = get_reward(name, **own)
-        except (TypeError, ValueError) as err:
-            raise SampleError("params", str(err)) from None
-    return _CACHE[key]
+    """`get_reward(name, **params)` restricted to the parameters that reward takes; every parameter is checked
+    against every reward that takes it (`SampleError` on ``params.<name>``). Built once per setting."""
+    key = repr((tuple(_REGISTRY), sorted(params.items())))
+    with _CACHE_LOCK:
+        built = _CACHE.get(key)
+    if built is None:
+        built = _build(params)
+        if len(key) <= _CACHE_KEY_CHARS:
+            with _CACHE_LOCK:
+                while len(_CACHE) >= _CACHE_SIZE:
+                    _CACHE.pop(next(iter(_CACHE)))
+                _CACHE[key] = built
+    return built[name]
 
 
 def check_params(params: Mapping) -> None:
-    """Build every reward with `params` once, so a bad parameter fails at start-up (`SampleError` on ``params``)."""
-    for name in list_rewards():
-        _reward(name, params)
+    """Build every reward with `params` once, so a bad parameter fails at start-up (`SampleError` naming it)."""
+    _reward(next(iter(_REGISTRY)), params)
 
 
 def score_sample(task, completion, columns: Mapping, params: Mapping | None = None) -> float:
@@ -166,7 +208,9 @@ def score_sample(task, completion, columns: Mapping, params: Mapping | None = No
     if missing:
         raise SampleError(missing[0], f"required by the {name!r} reward of task {task!r}")
     try:
-        value = fn([completion], task=[task], **{c: [row[c]] for c in wanted if c in row})[0]
+        # a reward named as the task (``count``) scores the sample; a task column would make it skip a non-task
+        tasks = {"task": [task]} if task in task_rewards() else {}
+        value = fn([completion], **tasks, **{c: [row[c]] for c in wanted if c in row})[0]
     except ValueError as err:  # a malformed ground-truth column (proactive_rewards.trl names it)
         field = next((c for c in wanted if repr(c) in str(err)), "targets")
         raise SampleError(field, str(err)) from None

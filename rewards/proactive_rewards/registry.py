@@ -12,12 +12,16 @@ from collections.abc import Callable
 
 from proactive_rewards.dotted import import_object
 from proactive_rewards.format import state_format_reward
+from proactive_rewards.parsing import exact_match, token_f1
 from proactive_rewards.suggestion import proactive_suggestion_reward
 from proactive_rewards.task_table import get_task, list_tasks, tasks_scored_by
 from proactive_rewards.tasks import accident_reward, compositional_reward, count_reward, intervention_reward
 from proactive_rewards.trl import RewardFunction, RewardSpec
 
 _REGISTRY: dict[str, RewardSpec] = {}
+# Content scorers a parameter may name (``content_scorer="token_f1"``): the only ones a request to the reward
+# server may choose (`proactive_rewards.serve`); code may also pass a callable or a dotted import path.
+_CONTENT_SCORERS: dict[str, Callable[[str, str], float]] = {"exact_match": exact_match, "token_f1": token_f1}
 
 
 def register_reward(spec: RewardSpec) -> RewardSpec:
@@ -37,6 +41,33 @@ def list_rewards() -> list[str]:
     ['accident', 'compositional', 'count', 'intervention', 'proactive_suggestion', 'state_format']
     """
     return sorted(_REGISTRY)
+
+
+def register_content_scorer(name: str, fn: Callable[[str, str], float]) -> Callable[[str, str], float]:
+    """Name a content scorer ``c(response_text, target_text) -> [0, 1]`` so that a parameter may choose it by name.
+
+    The reward server (`proactive_rewards.serve`) lets a request choose only registered names: register a scorer in
+    the code that starts the server (before `make_server`). A name that is already taken is an error.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a content scorer's name must be a non-empty string, got {name!r}")
+    if name in _CONTENT_SCORERS:
+        raise ValueError(f"a content scorer named {name!r} is already registered")
+    if not callable(fn):
+        raise ValueError(f"content scorer {name!r}: expected a callable (response_text, target_text) -> float")
+    _CONTENT_SCORERS[name] = fn
+    return fn
+
+
+def list_content_scorers() -> list[str]:
+    """The registered content scorer names.
+
+    Example:
+
+    >>> list_content_scorers()
+    ['exact_match', 'token_f1']
+    """
+    return sorted(_CONTENT_SCORERS)
 
 
 def task_rewards() -> dict[str, str]:
@@ -60,6 +91,17 @@ class _NamedCallable:
         return self.fn(completions, **columns, **self.params)
 
 
+def _content_scorer(name: str) -> Callable[[str, str], float]:
+    if name in _CONTENT_SCORERS:
+        return _CONTENT_SCORERS[name]
+    if "." in name or ":" in name:
+        return import_object(name)
+    raise ValueError(
+        f"unknown content_scorer {name!r}; expected one of {', '.join(list_content_scorers())} "
+        f"or a dotted import path such as 'my_pkg.scorers:my_scorer'"
+    )
+
+
 def get_reward(
     name: str, *, components: bool = False, metric_name: str | None = None, tasks=None, **params
 ) -> Callable:
@@ -76,8 +118,9 @@ def get_reward(
             the reward's `RewardSpec.tasks`, else the tasks whose `TaskSpec.reward` names it (if any; else every
             row); ``["*"]`` scores every row.
         **params: the reward's keyword parameters (``alpha``, ``lam``, ``signal``, ``r_p``, ``content_scorer``,
-            ``valid_actions``), checked now. ``content_scorer`` may be a dotted import path; ``valid_actions`` (a
-            list of strings) stands for a ``valid_actions`` column, the same for every row.
+            ``valid_actions``), checked now. ``content_scorer`` is a callable, a registered name
+            (:func:`list_content_scorers`) or, in code only, a dotted import path; ``valid_actions`` (a list of
+            strings) stands for a ``valid_actions`` column, the same for every row.
 
     Example:
 
@@ -95,7 +138,7 @@ def get_reward(
         if unknown:
             raise TypeError(f"reward {name!r} got unknown parameter(s) {unknown}; it takes {list(spec.params)}")
         if isinstance(params.get("content_scorer"), str):
-            params["content_scorer"] = import_object(params["content_scorer"])
+            params["content_scorer"] = _content_scorer(params["content_scorer"])
         # Dry run on an empty trajectory so a bad parameter fails at start-up, not at the first training step.
         spec.fn("", **{c: [] if c != "answer" else "" for c in spec.columns if c not in params}, **params)
         if tasks is None and spec.tasks is None:

@@ -5,7 +5,10 @@
     PRS       = mean_i S_i
 
 Non-finite times are scored, not raised: a response or target whose time is `nan` or infinite has
-temporal score 0 (it can never be "on time"), and still counts in the redundancy denominator.
+temporal score 0 (it can never be "on time"), and still counts in the redundancy denominator. A target time
+below 0 is treated the same way: a stream starts at 0, so such a target is broken ground truth (the dataset's, not
+the model's doing) and earns no response any credit; it still counts in the mean over targets, and no response is
+matched to it while a usable target exists.
 """
 
 from __future__ import annotations
@@ -27,14 +30,22 @@ def _check_alpha(alpha: float) -> float:
     return alpha
 
 
+def _usable(target: Target) -> bool:
+    """A target a response can be on time for: a finite time ``τ >= 0`` (see the module docstring)."""
+    return math.isfinite(target.time) and target.time >= 0
+
+
 def distance(t: float, target: Target) -> float:
-    """docs/spec.md §4 distance: ``|t - τ|``, or ``max(0, a - t, t - b)`` for a windowed target (`nan` if undefined).
+    """docs/spec.md §4 distance: ``|t - τ|``, or ``max(0, a - t, t - b)`` for a windowed target; `nan` if undefined,
+    and for a target whose time is not finite or below 0.
 
     Example:
 
     >>> distance(12.0, Target(10.0, "x")), distance(12.0, Target(10.0, "x", window=(10.0, 14.0)))
     (2.0, 0.0)
     """
+    if not _usable(target):
+        return math.nan
     if target.window is not None:
         a, b = target.window
         d = max(a - t, t - b)
@@ -52,7 +63,7 @@ def temporal_score(t: float, target_time: float, alpha: float = ALPHA, window=No
         window (`tuple[float, float]`, *optional*): ``[a, b]``; the distance is 0 inside it.
 
     Returns:
-        `float` in ``[0, 1]``; 0 when the distance is not finite.
+        `float` in ``[0, 1]``; 0 when the distance is not finite (and for a `target_time` below 0).
 
     Example (the P³I Figure 13(b) accident trace, a Warning 21.333 s late):
 
@@ -100,10 +111,10 @@ class PRSResult:
 
 
 def _sorted_targets(targets) -> list[Target]:
-    # Stable sort by time with non-finite times last, so "the earlier one" and "the first target" are defined
-    # even for unsorted or garbage input.
+    # Stable sort by time with unusable times (non-finite, below 0) last, so "the earlier one" and "the first
+    # target" are defined even for unsorted or garbage input, and name a usable target when there is one.
     ts = [as_target(t) for t in targets]
-    return sorted(ts, key=lambda g: (not math.isfinite(g.time), g.time if math.isfinite(g.time) else 0.0))
+    return sorted(ts, key=lambda g: (not _usable(g), g.time if _usable(g) else 0.0))
 
 
 def match_bidirectional(responses: list[Response], targets: list[Target]) -> list[int]:
@@ -127,13 +138,14 @@ def match_unidirectional(responses: list[Response], targets: list[Target]) -> li
     """PRS-U matching: each response goes to the latest target with ``τ_i ≤ t_j``.
 
     A response before the first target (or with a `nan` time) goes to the first target and is flagged
-    *early* (score 0, still counted). Returns ``(target index, early)`` per response.
+    *early* (score 0, still counted); unusable targets (non-finite or negative time) are never the latest.
+    Returns ``(target index, early)`` per response.
     """
     out = []
     for r in responses:
         index = None
         for i, g in enumerate(targets):
-            if g.time <= r.time:
+            if _usable(g) and g.time <= r.time:
                 index = i
         out.append((0, True) if index is None else (index, False))
     return out
@@ -198,7 +210,7 @@ def prs_score(
             best_key[i] = key
             res.best = s
             lat = r.time - g.time
-            res.latency = lat if math.isfinite(lat) else None
+            res.latency = lat if math.isfinite(lat) and _usable(g) else None
 
     for res in per_target:
         if res.matched:

@@ -153,6 +153,11 @@ def test_score_prs_episodes(tmp_path, capsys):
         (["score", "--episodes", "{anno}", "--predictions", "missing.jsonl"], "predictions file not found"),
         (["score", "--episodes", "{anno}", "--predictions", "{preds}", "--judge", "gpt"], "unknown judge"),
         (["convert", "--from", "pvqa", "missing.json", "--out", "x.json"], "input file not found"),
+        (["score", "--episodes", "{anno}", "--predictions", "{preds}", "--omega", "2"], "--omega: every ω must be in"),
+        (["score", "--episodes", "{anno}", "--predictions", "{preds}", "--omega", "nan"], "--omega: every ω"),
+        (["run", "--episodes", "{anno}", "--policy", "silent", "--out", "r", "--fps", "nan"], "--fps: must be > 0"),
+        (["baseline", "--episodes", "{anno}", "--alpha", "inf"], "--alpha: must be a finite number >= 0"),
+        (["baseline", "--episodes", "{anno}", "--dataset", "XYZ"], "unknown ProactiveBench dataset 'XYZ'"),
     ],
 )
 def test_clear_errors(pvqa_files, argv, message, capsys):
@@ -265,7 +270,7 @@ def test_replay_reproduces_predictions_due_at_the_same_frame(tmp_path):
 
 def test_run_unknown_policy(tmp_path, capsys):
     eps = tmp_path / "eps.json"
-    eps.write_text("[]")
+    eps.write_text(json.dumps([{"id": "e", "task": "accident", "duration": 5.0, "instruction": "x", "targets": []}]))
     assert main(["run", "--episodes", str(eps), "--policy", "gpt", "--out", str(tmp_path / "r")]) == 2
     assert "unknown policy" in capsys.readouterr().err
 
@@ -278,3 +283,17 @@ def test_policy_specs():
     assert isinstance(make_policy("silent"), SilentPolicy)
     assert isinstance(make_policy("proactive_eval.streaming:SilentPolicy"), SilentPolicy)
     assert isinstance(make_policy("openai:some-vlm@http://127.0.0.1:9/v1"), OpenAIChatPolicy)  # no request made
+
+
+def test_out_that_is_a_file_is_one_line(pvqa_files, tmp_path, capsys):
+    anno, preds = pvqa_files
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    for argv in (
+        ["score", "--episodes", str(anno), "--predictions", str(preds), "--out", str(taken)],
+        ["run", "--episodes", str(anno), "--policy", "silent", "--out", str(taken)],
+        ["mcqa", "--data-dir", str(tmp_path), "--policy", "oracle", "--out", str(taken)],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"--out: {taken} is a file" in err[0]

@@ -282,12 +282,14 @@ def test_bad_predictions(tmp_path, line, field):
     assert info.value.field == field and info.value.file == str(path)
 
 
-def test_duplicate_prediction_id(tmp_path):
+def test_duplicate_prediction_id_keeps_the_first_and_counts_the_rest(tmp_path):
     path = tmp_path / "p.jsonl"
     save_predictions(path, {"a": [(1.0, "x")]})
-    path.write_text(path.read_text() * 2)
-    with pytest.raises(EpisodeError, match="duplicate"):
-        load_predictions(path)
+    first = path.read_text()
+    save_predictions(path, {"a": [(2.0, "y")]})
+    path.write_text(first + path.read_text() * 2)
+    predictions = load_predictions(path)
+    assert predictions == {"a": [Response(1.0, "x")]} and predictions.duplicates == ["a", "a"]
 
 
 def test_writer_appends_and_repairs_a_torn_line(tmp_path):

@@ -78,3 +78,14 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path):
     with pytest.raises(TypeError):
         atomic_write_text(path, 12345)  # not text: fails while writing the temp file
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_responses_histogram_bins_a_flood_of_responses(tmp_path):
+    """A target that drew a million responses is one bar ("20+"), not a million (issue 55: no input hangs a command)."""
+    import time
+
+    from proactive_eval.report import HISTOGRAM_BINS, plot_responses_histogram
+
+    start = time.monotonic()
+    path = plot_responses_histogram({"PRS-B matching": [0, 1, 1, 10**6]}, tmp_path / "h.png")
+    assert path.stat().st_size > 0 and time.monotonic() - start < 20 and HISTOGRAM_BINS == 20

@@ -143,7 +143,7 @@ def test_verl_names_the_bad_field():
         compute_score("proactive_suggestion", "A", "cat", {"options": OPTIONS})
     with pytest.raises(SampleError, match=r"^targets: .*target 0"):
         compute_score("accident", "</Silence>", [{"text": "Warning"}])
-    with pytest.raises(SampleError, match=r"^params: unknown parameter\(s\) \['gamma'\]"):
+    with pytest.raises(SampleError, match=r"^params\.gamma: unknown parameter; the rewards take alpha, "):
         compute_score("accident", "</Silence>", [], gamma=1)
 
 
@@ -204,7 +204,8 @@ def test_server_answers_bad_requests_with_a_4xx_naming_the_field_and_keeps_servi
 
 def test_server_answers_get_health(server):
     with urllib.request.urlopen(server + "health", timeout=30) as response:
-        assert response.status == 200 and json.loads(response.read()) == {"status": "ok", "params": {}}
+        health = json.loads(response.read())
+        assert response.status == 200 and health["status"] == "ok" and health["params"] == {}
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(server, timeout=30)
     assert err.value.code == 405 and "GET /health" in json.loads(err.value.read())["error"]
@@ -216,7 +217,8 @@ def test_server_answers_get_health(server):
         ('{"r_p": -1}', r"r_p must be a number in \[0, 1\].*got -1.0"),
         ('{"r_p": 2}', r"r_p must be a number in \[0, 1\]"),
         ('{"alpha": -0.1}', r"alpha must be a finite number >= 0"),
-        ('{"alfa": 0.1}', r"unknown parameter\(s\) \['alfa'\]"),
+        ('{"alfa": 0.1}', r"--params: alfa: unknown parameter; the rewards take alpha"),
+        ('{"content_scorer": "shutil:copyfile"}', r"--params: content_scorer: 'shutil:copyfile' is not a registered"),
         ("[1]", r"expected a JSON object"),
     ],
 )

@@ -144,3 +144,17 @@ def test_reward_functions_pickle():
     assert reward([[(12.0, "start"), (30.0, "end")]], targets=[[(10.0, "start")]]) == [
         pytest.approx(math.exp(-0.1) - 0.1)
     ]
+
+
+def test_content_scorer_by_registered_name():
+    from proactive_rewards import list_content_scorers, register_content_scorer
+
+    targets = [[{"time": 40.0, "text": "stop", "window": [40.0, 44.0]}]]
+    assert list_content_scorers() == ["exact_match", "token_f1"]
+    assert get_reward("intervention", content_scorer="token_f1")(
+        ["<t=41s></Response> please stop"], targets=targets
+    ) == [pytest.approx(2 / 3)]
+    with pytest.raises(ValueError, match=r"unknown content_scorer 'tokenf1'; expected one of exact_match, token_f1"):
+        get_reward("intervention", content_scorer="tokenf1")
+    with pytest.raises(ValueError, match="already registered"):
+        register_content_scorer("token_f1", lambda a, b: 1.0)

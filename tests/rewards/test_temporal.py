@@ -117,3 +117,22 @@ def test_best_response_latency():
 def test_mode_is_checked():
     with pytest.raises(ValueError, match="mode"):
         prs_score([], [], mode="X")
+
+
+@pytest.mark.parametrize("bad", [-5.0, -1e-9, math.nan, math.inf, -math.inf])
+def test_a_target_time_below_0_or_not_finite_earns_nothing(bad):
+    """Broken ground truth (a stream starts at 0) earns no response credit, in either mode, and never raises."""
+    from proactive_rewards import accident_reward, compositional_reward, count_reward, intervention_reward
+
+    assert temporal_score(0.0, bad) == 0.0 and math.isnan(distance(0.0, Target(bad, "1")))
+    for mode in ("B", "U"):
+        result = prs_score([(0.0, "1"), (1.0, "1")], [(bad, "1")], mode=mode)
+        assert result.score == 0.0 and result.per_target[0].latency is None
+        # beside a usable target: it still counts in the mean, and takes no response from the usable one
+        result = prs_score([(10.0, "1")], [(bad, "1"), (10.0, "1")], mode=mode)
+        assert result.score == 0.5 and [len(t.matched) for t in result.per_target] == [1, 0]
+        assert result.per_target[0].target.time == 10.0
+    assert accident_reward([(0.0, "Warning")], [(bad, "Warning")]) == 0.0
+    assert count_reward([(0.0, "1")], [(bad, "1")]) == 0.0
+    assert compositional_reward([(0.0, "start")], [(bad, "start")]) == 0.0
+    assert intervention_reward([(0.0, "stop")], [{"time": bad, "text": "stop"}]) == 0.0

@@ -77,6 +77,30 @@ def test_mixture_schema_errors_name_the_field():
         SFTScriptArguments(dataset_mixture=["a.json"], on_bad_record="ignore")
 
 
+@pytest.mark.parametrize(
+    "source,problem",
+    [("", "must be a non-empty path string"), ("\x00", "a NUL byte"), ("a" * 300, "a name of 300")],
+    ids=["empty", "nul", "name-over-255"],
+)
+@pytest.mark.parametrize("as_string", [False, True], ids=["mapping", "string"])
+def test_unusable_source_names_are_one_line_input_errors(tmp_path, monkeypatch, source, problem, as_string):
+    """'' once read the working directory as a dataset folder, '\\x00' passed as a Hub id, a 300-character name
+    raised a raw OSError (File name too long): each is an `InputError` naming the key and the fix."""
+    from proactive_rl.data.mixture import DatasetSource, check_source
+    from proactive_rl.errors import InputError
+
+    monkeypatch.chdir(tmp_path)
+    entry = source if as_string else {"source": source}
+    with pytest.raises(InputError) as err:
+        parse_mixture(["synthetic.json", entry] if as_string else [entry], "dataset_mixture")
+    message = str(err.value)
+    index = 1 if as_string else 0
+    assert message.startswith(f"dataset_mixture[{index}].source: ") and problem in message, message
+    assert "name an episode file, a dataset folder, a Hub id or 'synthetic'" in message and "\n" not in message
+    with pytest.raises(InputError, match=r"^eval_mixture\[0\]\.source: "):  # a source built in code, checked later
+        check_source(DatasetSource(source), "eval_mixture[0]")
+
+
 def test_collator_pads_labels_and_concatenates_frames():
     examples = [
         {

@@ -59,6 +59,36 @@ def test_trl_is_bounded_to_the_version_the_overrides_were_written_for():
         assert "1.16" in (ROOT / module).read_text(), f"{module} no longer says which TRL it was written against"
 
 
+def test_license_metadata_is_an_spdx_expression_without_deprecation_warnings(tmp_path):
+    """``license = "Apache-2.0"`` (PEP 639), which needs setuptools >= 77 to build: the ``{text = ...}`` table made
+    setuptools print a deprecation warning per package, several times each, on every install."""
+    import setuptools
+
+    for folder in (ROOT, ROOT / "eval", ROOT / "rewards"):
+        meta = tomllib.loads((folder / "pyproject.toml").read_text())
+        assert meta["project"]["license"] == "Apache-2.0", folder
+        assert "setuptools>=77" in meta["build-system"]["requires"], folder
+        assert not any(c.startswith("License ::") for c in meta["project"].get("classifiers", [])), folder
+    assert int(setuptools.__version__.split(".")[0]) >= 77
+    import shutil
+
+    src = shutil.copytree(ROOT / "rewards", tmp_path / "rewards", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        str(tmp_path / "w"),
+        str(src),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "deprecat" not in (proc.stdout + proc.stderr).lower(), proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
 def test_extras_named_by_messages_exist():
     """Every ``pip install -e '.[x]'`` / ``proactive-eval[x]`` a message or doc names is an extra of that package."""
     extras = {"proactive-rl": set(PYPROJECT["project"]["optional-dependencies"])}
@@ -166,7 +196,12 @@ def test_the_wheels_work_outside_the_checkout(tmp_path):
 
     listing = run("recipes")
     assert "tiny/sft.yaml" in listing and "launch/zero3.yaml" in listing
-    assert "accelerate launch --config_file launch/single_gpu.yaml" in listing  # the first line of tiny/sft.yaml
+    # the recipes' first lines, as they run from this folder: shipped names, launch configs by their installed path
+    assert "proactive-rl train --config tiny/sft.yaml" in listing
+    assert "accelerate launch --config_file $(proactive-rl recipes path launch/zero3.yaml)" in listing
+    assert run("recipes", "path", "launch/zero3.yaml").strip() == str(
+        target / "proactive_rl" / "launch" / "zero3.yaml"
+    )
     run("recipes", "cp", "tiny/sft.yaml", "x.yaml")
     assert (work / "x.yaml").read_text() == (ROOT / "recipes" / "tiny" / "sft.yaml").read_text()
     run("train", "--config", "tiny/sft.yaml", "--max_steps", "2", "--output_dir", "outputs/sft-from-wheel")

@@ -10,10 +10,12 @@ ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").rglob("*.yaml"))
 LAUNCH = sorted((ROOT / "launch").glob("*.yaml"))
 ACCELERATE_KEYS = {"distributed_type", "num_processes", "num_machines", "machine_rank", "mixed_precision"}
-# A recipe's first line: ``# [accelerate launch ... ]-m <module> | python -m <module> | proactive-rl <cmd> ... --config
-# <this file>``; a top-level field: ``key:`` at the start of a line.
+# A recipe's first line, spelt as `proactive-rl recipes` lists it (docs/training.md): ``# proactive-rl train|eval
+# --config <group>/<name>.yaml ...`` or ``# accelerate launch [--config_file $(proactive-rl recipes path launch/X.yaml)]
+# ... -m proactive_rl.cli train|eval --config <group>/<name>.yaml ...``; a top-level field: ``key:`` at the start.
 LAUNCH_LINE = re.compile(
-    r"^# (?:accelerate launch .*?-m \S+|python -m \S+|proactive-rl \w+) .*?--config (?P<config>\S+)"
+    r"^# (?:accelerate launch (?:--config_file \$\(proactive-rl recipes path launch/\S+\.yaml\) )?(?:(?!-m ).)*"
+    r"-m proactive_rl\.cli |proactive-rl )(?:train|eval) --config (?P<config>\S+)"
 )
 FIELD = re.compile(r"^(?P<key>[A-Za-z_][\w.-]*):")
 
@@ -37,8 +39,12 @@ def test_yaml_starts_with_its_command_and_comments_every_field(path):
         header = "\n".join(lines[: next(i for i, line in enumerate(lines) if not line.startswith("#"))])
         assert lines[0].startswith("# Usage") and f"--config_file {name}" in header, f"{name}: {lines[0]}"
     else:
+        from proactive_rl.recipes_cli import launch_line
+
         command = LAUNCH_LINE.match(lines[0])
-        assert command and command["config"] == name, f"{name}:1 must be the command that runs it: {lines[0]}"
+        shipped = str(path.relative_to(ROOT / "recipes"))  # the name `proactive-rl train/eval --config` resolves
+        assert command and command["config"] == shipped, f"{name}:1 must be the command that runs it: {lines[0]}"
+        assert launch_line(lines[0]) == lines[0], f"{name}:1 is not spelt as `proactive-rl recipes` lists it"
     for i, line in enumerate(lines):
         field = FIELD.match(line)
         if field:

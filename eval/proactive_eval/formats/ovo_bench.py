@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactive_eval.records import EpisodeError, read_records
+from proactive_eval.formats.stream_bench_files import (
+    MAX_SECONDS,
+    is_file,
+    is_id,
+    other_benchmark,
+    path_text,
+    read_json,
+    seconds,
+    shown,
+)
+from proactive_eval.records import EpisodeError
 
 BACKWARD_TASKS = ("EPM", "ASI", "HLD")
 REALTIME_TASKS = ("OCR", "ACR", "ATR", "STU", "FPD", "OJR")
@@ -112,33 +122,85 @@ class OVOBench:
 
 
 def _check(record: Any, i: int, file: str) -> None:
+    """Types and shapes of one annotation record, before anything reads it (the official file passes)."""
     if not isinstance(record, dict):
         raise EpisodeError("must be an object", file=file, record=f"#{i}")
-    rid = str(record.get("id", f"#{i}"))
-    for key in ("id", "task", "video"):
-        if key not in record:
-            raise EpisodeError("missing required field", file=file, record=rid, field=key)
-    task = record["task"]
-    if category_of(task) is None:
-        raise EpisodeError(f"unknown task {task!r}", file=file, record=rid, field="task")
+    if "id" not in record:
+        raise EpisodeError("missing required field", file=file, record=f"#{i}", field="id")
+    if not is_id(record["id"]):
+        raise EpisodeError("must be an integer or a short string", file=file, record=f"#{i}", field="id")
+    rid = str(record["id"])
+
+    def fail(key: str, message: str) -> EpisodeError:
+        return EpisodeError(message, file=file, record=rid, field=key)
+
+    task = record.get("task")
+    if not isinstance(task, str) or category_of(task) is None:
+        tasks = ", ".join(t for ts in CATEGORIES.values() for t in ts)
+        raise fail("task", f"unknown task {shown(task)!r}; expected one of {tasks}")
+    if not path_text(record.get("video")):
+        raise fail("video", "missing or not a path (a non-empty string of at most 4096 characters)")
     if task in FORWARD_TASKS:
         probes = record.get("test_info")
         if not isinstance(probes, list) or not probes:
-            raise EpisodeError("must be a non-empty list of probes", file=file, record=rid, field="test_info")
+            raise fail("test_info", "must be a non-empty list of probes")
         need = {"REC": ("realtime", "count"), "SSR": ("realtime", "step", "type"), "CRR": ("realtime", "type")}[task]
         for j, probe in enumerate(probes):
             missing = [k for k in need if not isinstance(probe, dict) or k not in probe]
             if missing:
-                raise EpisodeError("missing " + ", ".join(missing), file=file, record=rid, field=f"test_info[{j}]")
+                raise fail(f"test_info[{j}]", "missing " + ", ".join(missing))
+            if not seconds(probe["realtime"]):
+                raise fail(f"test_info[{j}].realtime", f"must be seconds in [0, {MAX_SECONDS}] (24 h)")
+            for key in {"REC": ("count",)}.get(task, ("type",)):  # the gold: a count, or 0 (No) / 1 (Yes)
+                value = probe[key]
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise fail(f"test_info[{j}].{key}", "must be an integer >= 0")
+            if task == "SSR" and not isinstance(probe["step"], str):
+                raise fail(f"test_info[{j}].step", "must be a string")
         extra = {"REC": "activity", "CRR": "question"}.get(task)
         if extra and not isinstance(record.get(extra), str):
-            raise EpisodeError("missing or not a string", file=file, record=rid, field=extra)
+            raise fail(extra, "missing or not a string")
     else:
         for key in ("question", "options", "gt", "realtime"):
             if key not in record:
-                raise EpisodeError("missing required field", file=file, record=rid, field=key)
-        if not isinstance(record["gt"], int) or not 0 <= record["gt"] < len(record["options"]):
-            raise EpisodeError("must index the options", file=file, record=rid, field="gt")
+                raise fail(key, "missing required field")
+        if not isinstance(record["question"], str):
+            raise fail("question", "must be a string")
+        options = record["options"]
+        if not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
+            raise fail("options", "must be a non-empty list of strings")
+        gt = record["gt"]
+        if not isinstance(gt, int) or isinstance(gt, bool) or not 0 <= gt < min(len(options), 26):
+            raise fail("gt", "must index the options")
+        if not seconds(record["realtime"]):
+            raise fail("realtime", f"must be seconds in [0, {MAX_SECONDS}] (24 h)")
+
+
+def check_ovo_records(records: Any, file: str) -> None:
+    """Check the annotation `records` of `file` (a JSON list) before anything reads them: every record's types
+    and shapes, and unique ids (they name the clips ``{id}.mp4`` and match the predictions to the annotations).
+
+    Raises:
+        `EpisodeError`: naming the file, the record id and the field; a file of the other benchmark is named.
+    """
+    if not isinstance(records, list):
+        kind = other_benchmark(records)
+        hint = f"; this looks like {kind}: pass it as --predictions" if kind else ""
+        raise EpisodeError(f"expected a JSON list of records (the official ovo_bench_new.json){hint}", file=file)
+    if other_benchmark(records) == "a StreamingBench file":
+        raise EpisodeError(
+            "this looks like a StreamingBench file (entries with 'questions'), not OVO-Bench annotations: "
+            "use --benchmark streamingbench-po (type: streamingbench_po in a recipe)",
+            file=file,
+        )
+    if not records:
+        raise EpisodeError("holds no records", file=file)
+    seen: set = set()
+    for i, record in enumerate(records):
+        _check(record, i, file)
+        if record["id"] in seen:
+            raise EpisodeError("duplicate id: ids must be unique", file=file, record=str(record["id"]), field="id")
+        seen.add(record["id"])
 
 
 def load_ovo_bench(
@@ -153,12 +215,12 @@ def load_ovo_bench(
         chunked_root (`str` or `Path`, *optional*): the authors' pre-cut clips (``data/chunked_videos``).
 
     Raises:
-        `EpisodeError`: naming the file, the record id and the field.
+        `InputError`: the file cannot be read as JSON (`stream_bench_files.read_json`).
+        `EpisodeError`: naming the file, the record id and the field (`check_ovo_records`).
     """
     path = Path(path)
-    records = read_records(path)
-    for i, record in enumerate(records):
-        _check(record, i, str(path))
+    records = read_json(path, "annotations")
+    check_ovo_records(records, shown(path))
     root = Path(video_root) if video_root is not None else path.parent
     bench = OVOBench(records, root, Path(chunked_root) if chunked_root is not None else None)
     seen = set()
@@ -166,6 +228,6 @@ def load_ovo_bench(
         video = bench.video_path(record)
         if str(video) not in seen:
             seen.add(str(video))
-            if not video.is_file():
+            if not is_file(video):
                 bench.missing.append(str(video))
     return bench

@@ -32,13 +32,14 @@ field, else the file name (``ImageNet-C_preprocessed.jsonl``), when one of them 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proactive_eval.metrics.proactivebench import DATASETS, dataset_key
 from proactive_eval.predictions import atomic_write_text
-from proactive_eval.records import EpisodeList, check_record, collect, integer, read_records
+from proactive_eval.records import EpisodeList, check_record, collect, integer, media_path, number, read_records, shown
 
 FIELDS = (
     "id",
@@ -61,6 +62,13 @@ DATASET_FIELDS: dict[str, tuple[str, ...]] = {
 #: Zero padding of ``{image}`` (the authors' ``str(image_id).zfill(4)``).
 IMAGE_ZFILL = {"VSOD": 4, "MVP-N": 4, "QD": 4}
 _INDEXED = ("ROD", "VSOD", "QD", "CIT")  # first_image is a position in 0 .. num_images - 1
+#: Sanity bounds, far above the authors' data: image counts and steps (every environment loop is bounded by them),
+#: image ids, and MS-COCO pixel offsets (a crop past them would allocate an absurd image).
+MAX_IMAGES = 100_000
+MAX_IMAGE_ID = 10**9
+MAX_PIXELS = 100_000
+# a format width or precision of 4+ digits ("{image:>99999999}", "%0999999d") would build a huge file name
+_HUGE_WIDTH = re.compile(r"\{[^{}]*:[^{}]*\d{4,}[^{}]*\}|%[-+ #0]*\d{4,}|%[-+ #0]*\d*\.\d{4,}")
 
 
 def fill_template(template: str, index: int, zfill: int = 0, informative: bool = False) -> str:
@@ -176,13 +184,14 @@ def parse_record(
             raise fail(name, f"missing, and {DATASETS[rule]} records need it")
     for name in ("image_template", "prompt"):
         if not isinstance(record[name], str) or not record[name]:
-            raise fail(name, "must be a non-empty string")
+            raise fail(name, f"must be a non-empty string, got {shown(record[name])}")
+    media_path(record["image_template"], lambda m: fail("image_template", m))
     for name in ("options", "categories"):
         value = record[name]
         if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
             raise fail(name, "must be a non-empty list of strings")
-    num_images = integer(record["num_images"], lambda m: fail("num_images", m), low=1)
-    first_image = integer(record["first_image"], lambda m: fail("first_image", m))
+    num_images = integer(record["num_images"], lambda m: fail("num_images", m), low=1, high=MAX_IMAGES)
+    first_image = integer(record["first_image"], lambda m: fail("first_image", m), high=MAX_IMAGE_ID)
     _check_first_image(first_image, num_images, rule, fail)
     answer, categories = record["answer"], record["categories"]
     if isinstance(answer, int) and not isinstance(answer, bool):
@@ -190,10 +199,12 @@ def parse_record(
             raise fail("answer", f"index {answer} out of range for {len(categories)} categories")
         answer = categories[answer]
     if not isinstance(answer, str) or answer not in categories:
-        raise fail("answer", f"{answer!r} is not one of the categories {categories}")
+        raise fail("answer", f"{shown(answer)} is not one of the categories {shown(categories)}")
     reference = record.get("reference_image")
-    if reference is not None and not (isinstance(reference, str) and reference) and not _is_index(reference):
-        raise fail("reference_image", f"must be an image index, a path or null, got {reference!r}")
+    if isinstance(reference, str):
+        media_path(reference, lambda m: fail("reference_image", m))
+    elif reference is not None and not _is_index(reference):
+        raise fail("reference_image", f"must be an image index, a path or null, got {shown(reference)}")
     _check_template(record["image_template"], rule, fail)
     _check_dataset_fields(record, rule, num_images, fail)
     return ProactiveBenchRecord(
@@ -229,34 +240,50 @@ def _check_first_image(first: int, num_images: int, rule: str | None, fail) -> N
 
 def _check_template(template: str, rule: str | None, fail) -> None:
     zfill = IMAGE_ZFILL.get(rule, 0)
+    if _HUGE_WIDTH.search(template):
+        raise fail("image_template", f"{shown(template)} pads the image index to 1000+ characters")
     try:
         names = {fill_template(template, i, zfill) for i in (0, 1)}
     except (IndexError, KeyError, ValueError, TypeError) as err:
         raise fail(
             "image_template",
-            f"{template!r} cannot be filled ({type(err).__name__}: {err}); use {{image}}, {{level}}, "
-            "{informative}, a positional '{:05d}' or '%05d'",
+            f"{shown(template)} cannot be filled ({type(err).__name__}: {shown(str(err))}); use {{image}}, "
+            "{level}, {informative}, a positional '{:05d}' or '%05d'",
         ) from None
     if len(names) == 1 and rule != "COCO":
-        raise fail("image_template", f"{template!r} takes no image index ('{{image}}', '{{:05d}}' or '%05d' style)")
+        raise fail(
+            "image_template", f"{shown(template)} takes no image index ('{{image}}', '{{:05d}}' or '%05d' style)"
+        )
 
 
 def _check_dataset_fields(record: dict, rule: str | None, num_images: int, fail) -> None:
     if rule == "MVP-N":
         valid = record["valid_images"]
-        if not isinstance(valid, list) or len(valid) < num_images or not all(map(_is_index, valid)):
+        ids = isinstance(valid, list) and all(_is_index(v) and v <= MAX_IMAGE_ID for v in valid)
+        if not ids or len(valid) < num_images:
             raise fail("valid_images", f"must list at least num_images ({num_images}) image ids")
     if rule == "CIT":
         for name in ("step_size", "max_steps"):
-            integer(record[name], lambda m, n=name: fail(n, m), low=1)
+            integer(record[name], lambda m, n=name: fail(n, m), low=1, high=MAX_IMAGES)
     if rule == "IN-C" and "quality_answer" in record and record["quality_answer"] not in record["options"]:
-        raise fail("quality_answer", f"{record['quality_answer']!r} is not one of the options {record['options']}")
+        raise fail("quality_answer", f"{shown(record['quality_answer'])} is not one of the options")
     if rule == "COCO":
-        integer(record["granularity"], lambda m: fail("granularity", m), low=1)
-        if not isinstance(record["direction"], str):
-            raise fail("direction", "must be a string")
-        if not isinstance(record["crop"], dict):
-            raise fail("crop", "must be an object")
+        _check_coco(record, fail)
+
+
+def _check_coco(record: dict, fail) -> None:
+    """The MS-COCO fields `proactive_eval.coco_environment.COCOEnvironment` reads, within sane bounds."""
+    integer(record["granularity"], lambda m: fail("granularity", m), low=1, high=1000)
+    if not isinstance(record["direction"], str) or len(record["direction"]) > 20:
+        raise fail("direction", f"must be a direction name (e.g. up_left, zoom), got {shown(record['direction'])}")
+    crop = record["crop"]
+    if not isinstance(crop, dict):
+        raise fail("crop", f"must be an object, got {shown(crop)}")
+    pixels = [("horizontal_step", record["horizontal_step"]), ("vertical_step", record["vertical_step"])]
+    pixels += [(f"crop.{k}", v) for k, v in crop.items() if k in ("top", "left", "height", "width")]
+    for name, value in pixels:
+        if not 0 <= number(value, lambda m, n=name: fail(n, m)) <= MAX_PIXELS:
+            raise fail(name, f"must be a pixel count in [0, {MAX_PIXELS}], got {shown(value)}")
 
 
 def _rule(name: Any) -> str | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from proactive_eval.episodes import Episode, EpisodeList
-from proactive_eval.records import check_record, collect, number, read_records, span
+from proactive_eval.records import check_record, collect, media_path, number, read_records, shown, span
 
 SUBSETS = ("WEB", "EGO", "TV", "VAD")
 
@@ -60,7 +60,7 @@ def pvqa_record_to_episode(
 
     conversation = record["conversation"]
     if not isinstance(conversation, list) or not conversation or not isinstance(conversation[0], dict):
-        raise fail("conversation")("must be a non-empty list of turns")
+        raise fail("conversation")(f"must be a non-empty list of turns, got {shown(conversation)}")
     question = conversation[0].get("content")
     if not isinstance(question, str):
         raise fail("conversation[0].content")("missing or not a string (it is the question)")
@@ -90,8 +90,10 @@ def pvqa_record_to_episode(
     user_turns = []
     for k, turn in enumerate(conversation[1:], 1):
         if isinstance(turn, dict) and turn.get("role", "user") == "user" and turn.get("content"):
+            if not isinstance(turn["content"], str):
+                raise fail(f"conversation[{k}].content")(f"must be a string, got {shown(turn['content'])}")
             time = number(turn.get("time", 0.0), fail(f"conversation[{k}].time"))
-            user_turns.append({"time": time, "text": str(turn["content"])})
+            user_turns.append({"time": time, "text": turn["content"]})
 
     meta: dict[str, Any] = {"question": question, "source": "pvqa"}
     if subset:
@@ -109,8 +111,10 @@ def pvqa_record_to_episode(
 
     root = video_root if video_root is not None else path.parent
     video = record.get("video")
-    if isinstance(video, str) and (root / "videos").is_dir():  # the official <TASK>/videos/ layout
-        video = f"videos/{video}"
+    if video is not None:
+        media_path(video, fail("video"))
+        if (root / "videos").is_dir():  # the official <TASK>/videos/ layout
+            video = f"videos/{video}"
     episode = {
         "id": rid,
         "task": "pvqa",

@@ -3,19 +3,26 @@
 Works with OpenAI and with any vLLM / SGLang server. Timeouts, connection errors, HTTP 408/409/429/5xx and
 malformed response bodies are retried with exponential backoff and jitter (``Retry-After`` is honoured up to
 `max_backoff`); any other HTTP error is a configuration problem (bad key, model or URL) and raises at once.
-httpx is imported lazily so that ``import proactive_eval`` stays light.
+An API key bound for a plain ``http://`` URL on another machine is warned about once per server
+(`sends_key_in_clear`). httpx is imported lazily so that ``import proactive_eval`` stays light.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import logging
 import os
 import random
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
+
+logger = logging.getLogger(__name__)
 
 _RETRY_STATUS = {408, 409, 429}
+_WARNED_CLEAR: set[str] = set()  # the servers already warned about (one warning per server and process)
 
 
 class JudgeError(RuntimeError):
@@ -42,6 +49,46 @@ def chat_url(base_url: str) -> str:
     return url + ("/chat/completions" if url.endswith("/v1") else "/v1/chat/completions")
 
 
+def sends_key_in_clear(url: str, api_key: str | None) -> bool:
+    """True when `api_key` would cross a network unencrypted: a key, a URL that is not ``https``, and a host that is
+    not this machine (``localhost``, 127.0.0.0/8, ``::1``).
+
+    >>> [sends_key_in_clear(u, "k") for u in ("http://example.org/v1", "https://example.org", "http://127.0.0.2:80")]
+    [True, False, False]
+    >>> sends_key_in_clear("http://example.org/v1", None), sends_key_in_clear("http://[::1]:8000", "k")
+    (False, False)
+    """
+    if not api_key:
+        return False
+    parts = urlsplit(url.strip())
+    if parts.scheme.lower() == "https":
+        return False
+    host = (parts.hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):  # RFC 6761: always this machine
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a name: it may resolve anywhere
+        return True
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return not (address.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def _warn_if_key_in_clear(url: str, api_key: str | None) -> None:
+    if not sends_key_in_clear(url, api_key):
+        return
+    parts = urlsplit(url.strip())
+    server = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"  # never log credentials put in the URL
+    if server in _WARNED_CLEAR:
+        return
+    _WARNED_CLEAR.add(server)
+    logger.warning(
+        "the API key will be sent unencrypted to %s (not https, not this machine): anyone on the network path can "
+        "read it; use an https URL, or unset the key for a server that needs none",
+        server,
+    )
+
+
 def _httpx():
     # deferred: optional extra (judge)
     try:
@@ -56,7 +103,8 @@ class ChatTransport:
 
     Args:
         base_url (`str`): server URL, e.g. ``http://localhost:8000/v1``.
-        api_key (`str`, *optional*): bearer token; defaults to ``$OPENAI_API_KEY`` when set.
+        api_key (`str`, *optional*): bearer token; defaults to ``$OPENAI_API_KEY`` when set. Sent to a plain
+            ``http://`` URL on another machine, it is warned about once (`sends_key_in_clear`).
         timeout (`float`, *optional*, defaults to `60.0`): seconds per request.
         max_retries (`int`, *optional*, defaults to `6`): retries after the first attempt.
         backoff (`float`, *optional*, defaults to `1.0`): first backoff delay in seconds, doubled each retry,
@@ -77,6 +125,7 @@ class ChatTransport:
     ):
         self.url = chat_url(base_url)
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        _warn_if_key_in_clear(self.url, self.api_key)
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.backoff, self.max_backoff = float(backoff), float(max_backoff)
         # Any object with ``calls`` and ``retries`` counters (a judge passes its own `JudgeStats`).

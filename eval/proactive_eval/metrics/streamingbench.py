@@ -8,14 +8,21 @@ at ground truth + 4 s: late). Questions without the model's key are left out; pe
 and ``answer_accuracy`` are fractions of the questions counted.
 
 Where the authors' script would crash (an empty history, a null output, a non-numeric time, a missing field), the
-question is counted and scored wrong on the part that cannot be read, and counted in ``malformed``.
+question is counted and scored wrong on the part that cannot be read, and counted in ``malformed``. A time written
+as the question file writes its own (``"H:MM:SS"``) is read as those seconds; a time outside the official window
+(from ``time_stamp`` to the last poll at ground truth + 4 s: before the question was asked, or after the video the
+protocol shows), not finite, or a bool, is scored wrong and counted in ``malformed``.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 TIME_TOLERANCE = 2  # the official count: |last time - ground truth| <= 2 s
+POLL_AFTER_GROUND_TRUTH = 4  # the official last poll is at ground truth + 4 s
+_STAMP = re.compile(r"\s*[0-9]{1,7}(:[0-9]{1,2}){1,2}\s*")
 
 
 def hms_seconds(stamp: str) -> int:
@@ -28,6 +35,21 @@ def hms_seconds(stamp: str) -> int:
     return sum(int(x) * 60**i for i, x in enumerate(reversed(stamp.split(":"))))
 
 
+def response_time(value: Any) -> float | None:
+    """The seconds of a dialog entry's ``time``: a finite number, or ``"H:MM:SS"`` / ``"MM:SS"`` text as the
+    question file writes its times; None for anything else (a malformed output).
+
+    Example:
+        >>> response_time(29), response_time("00:00:29"), response_time("29"), response_time(float("nan"))
+        (29, 29, None, None)
+    """
+    if isinstance(value, str) and _STAMP.fullmatch(value):
+        return hms_seconds(value.strip())
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    return None
+
+
 def po_question_score(question: dict, model: str) -> tuple[bool, bool, bool] | None:
     """``(time_correct, answer_correct, malformed)`` of one question, or None when it has no `model` output."""
     if model not in question:
@@ -36,12 +58,13 @@ def po_question_score(question: dict, model: str) -> tuple[bool, bool, bool] | N
     output = question[model]
     try:
         last = output["dialog_history"][-1]
-        late = last["time"] - truth
-        content = last["content"]
+        said, content = response_time(last["time"]), last["content"]
     except (KeyError, IndexError, TypeError):
         return False, False, True
-    if not isinstance(late, (int, float)) or not -TIME_TOLERANCE <= late <= TIME_TOLERANCE:
-        return False, False, not isinstance(late, (int, float))
+    if said is None or not hms_seconds(question["time_stamp"]) <= said <= truth + POLL_AFTER_GROUND_TRUTH:
+        return False, False, True
+    if not -TIME_TOLERANCE <= said - truth <= TIME_TOLERANCE:
+        return False, False, False
     try:
         return True, question["ground_truth_output"] in content, False
     except TypeError:  # a null (or non-text) output
