@@ -22,7 +22,6 @@ from typing import Any
 
 from proactive_eval.formats.stream_bench_files import (
     MAX_SECONDS,
-    is_file,
     is_id,
     other_benchmark,
     path_text,
@@ -30,7 +29,7 @@ from proactive_eval.formats.stream_bench_files import (
     seconds,
     shown,
 )
-from proactive_eval.records import EpisodeError
+from proactive_eval.records import EpisodeError, is_file
 
 BACKWARD_TASKS = ("EPM", "ASI", "HLD")
 REALTIME_TASKS = ("OCR", "ACR", "ATR", "STU", "FPD", "OJR")

@@ -28,14 +28,6 @@ def shown(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
-def is_file(path: str | Path) -> bool:
-    """`Path.is_file` that says False for a name the system refuses (too long, a NUL) instead of raising."""
-    try:
-        return Path(path).is_file()
-    except (OSError, ValueError):
-        return False
-
-
 def _check_tree(data: Any) -> str | None:
     """What is wrong with parsed JSON `data` (too deep; a string that is not Unicode text), walked without
     recursion; None when nothing is."""
@@ -69,7 +61,7 @@ def read_json(path: str | Path, what: str) -> Any:
         folder = False
     if folder:
         raise InputError(f"{what}: {name} is a folder; name the JSON file in it")
-    if not is_file(path):
+    if not records.is_file(path):
         raise InputError(f"{what}: file not found: {name}")
     data = records.read_json(path, what)  # the one JSON reading path: size, depth, NaN, truncation
     problem = _check_tree(data)

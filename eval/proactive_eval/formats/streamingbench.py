@@ -22,14 +22,13 @@ from typing import Any
 
 from proactive_eval.formats.stream_bench_files import (
     MAX_SECONDS,
-    is_file,
     other_benchmark,
     path_text,
     read_json,
     shown,
 )
 from proactive_eval.metrics.streamingbench import POLL_AFTER_GROUND_TRUTH, hms_seconds
-from proactive_eval.records import EpisodeError
+from proactive_eval.records import EpisodeError, is_file
 
 #: The keys of an official question; any other key of a question is a model's output (its name).
 QUESTION_KEYS = frozenset(
