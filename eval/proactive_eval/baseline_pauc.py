@@ -77,8 +77,10 @@ def blind_pauc_summary(
     reference: Sequence | None = None,
     omegas: Sequence[float] = OMEGAS,
     max_texts: int = MAX_TEXTS,
+    per_turn: list | None = None,
 ) -> dict[str, Any]:
-    """The blind row of a PAUC evaluation (module docstring).
+    """The blind row of a PAUC evaluation (module docstring). With `per_turn` (a list), each scored turn's
+    `TurnScore` is appended to it, silence's where silence is the floor: their mean is the row (paired intervals).
 
     Returns:
         `dict`: ``{"overall": {"omega=ω", ...}, "groups": {...}, "fit": {task: how}, "schedules": {task: {"pauc":
@@ -121,7 +123,13 @@ def blind_pauc_summary(
                 f"silence {SILENCE:.2f})"
             )
         predictions.update(said)
-    result = score_pauc(scored, predictions, judge, omegas=omegas, progress=False).summary()
+    scores = score_pauc(scored, predictions, judge, omegas=omegas, progress=False)
+    result = scores.summary()
+    if per_turn is not None:
+        tasks = {e.id: e.task for e in scored}
+        for turn in scores.turns:
+            turn.pauc.update({o: SILENCE / 100 for o in floored.get(tasks[turn.episode_id], ())})
+        per_turn.extend(scores.turns)
     for omega in dict.fromkeys(o for below in floored.values() for o in below):
         silent = {e.id: [] if omega in floored.get(e.task, ()) else predictions[e.id] for e in scored}
         at = score_pauc(scored, silent, judge, omegas=(omega,), progress=False).summary()

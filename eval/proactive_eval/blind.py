@@ -51,7 +51,8 @@ def blind_floor(
         content_scorer (`Callable` or `dict`, *optional*): PRS: the evaluation's content scorer(s).
         judge (*optional*): PAUC: the evaluation's judge (required).
         omegas (`Sequence[float]`, *optional*, defaults to `(0, 0.5, 1)`): PAUC: the reported ω.
-        per_episode (`list`, *optional*): PRS: receives each episode's blind scores (`blind_prs_summary`).
+        per_episode (`list`, *optional*): receives the blind scores of each episode (PRS, `blind_prs_summary`) or
+            of each turn (PAUC, `blind_pauc_summary`'s ``per_turn``).
 
     Returns:
         `dict`: the summary of `proactive_eval.baseline.blind_prs_summary` or
@@ -65,7 +66,7 @@ def blind_floor(
     if metric == "pauc":
         if judge is None:
             raise ValueError("blind_floor: PAUC needs the evaluation's judge")
-        return blind_pauc_summary(episodes, judge, reference, omegas=omegas)
+        return blind_pauc_summary(episodes, judge, reference, omegas=omegas, per_turn=per_episode)
     raise ValueError(f"blind_floor: unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
 
 

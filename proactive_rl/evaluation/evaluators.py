@@ -19,8 +19,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from proactive_eval.baseline_pauc import SILENCE as PAUC_SILENCE
-from proactive_eval.baseline_pauc import blind_answers
 from proactive_eval.judges import OpenAIJudge, RuleJudge
 from proactive_eval.malformed import malformed_warning
 from proactive_eval.metrics import score_pauc, score_prs
@@ -327,28 +325,8 @@ class PAUCEvaluator(_StreamingEvaluator):
                 plots=plots,
             )
             # the blind answer's per-turn scores, the same ids as pauc_turns.jsonl: paired intervals (§15)
-            blind_turns = blind_pauc_turns(episodes, summary["blind"], judge, result.omegas)
             written["pauc_turns_blind"] = out_dir / "pauc_turns_blind.jsonl"
-            lines = (json.dumps(t.to_dict(), ensure_ascii=False) + "\n" for t in blind_turns)
+            lines = (json.dumps(t.to_dict(), ensure_ascii=False) + "\n" for t in self.blind_turns)
             atomic_write_text(written["pauc_turns_blind"], "".join(lines))
             scored.files = {k: str(v) for k, v in written.items()}
         return scored
-
-
-def blind_pauc_turns(episodes: list, blind: dict[str, Any], judge, omegas) -> list:
-    """The per-turn scores (`TurnScore`) of the blind answer `blind` (`blind_floor("pauc", ...)`), those of the
-    ``blind_pauc_*`` metrics: each task fitted on the reference split says its schedule's text at its fraction of
-    every reply span (`proactive_eval.baseline_pauc`), scoring silence's 0.25 at the ω where silence is its floor
-    (``silence_at``). A task fitted by leave-one-out has no single answer to replay (each episode's comes from a fit
-    on the others): its turns are left out."""
-    said = {}
-    for episode in episodes:
-        if blind["fit"].get(episode.task) == "reference":
-            answer = blind["schedules"][episode.task]["pauc"]
-            said[episode.id] = blind_answers(episode, answer["text"], answer["fraction"])
-    turns = score_pauc([e for e in episodes if e.id in said], said, judge, omegas=omegas, progress=False).turns
-    tasks = {e.id: e.task for e in episodes}
-    for turn in turns:
-        for omega in blind["schedules"][tasks[turn.episode_id]]["pauc"].get("silence_at", ()):
-            turn.pauc[omega] = PAUC_SILENCE / 100
-    return turns

@@ -156,18 +156,20 @@ def prs_looks(evaluator, episodes: list, predictions: dict, runs: dict, scorers)
 
 def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, omegas) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind answer and the counterfactuals of a PAUC evaluation: ``blind_pauc_wω``,
-    ``pauc_wω_swap``, ``vision_gain_pauc_wω`` (module docstring)."""
+    ``pauc_wω_swap``, ``vision_gain_pauc_wω`` (module docstring); the blind answer's per-turn scores go to
+    ``evaluator.blind_turns`` (``pauc_turns_blind.jsonl``)."""
     keys = tuple(f"omega={o}" for o in omegas)
 
     def named(summary: dict, prefix: str = "", suffix: str = "") -> dict[str, float]:
         flat = _flat(summary, keys, prefix=prefix, suffix=suffix)
         return {k.replace("omega=", "pauc_w"): v for k, v in flat.items()}
 
-    blind = _blind(
-        evaluator,
-        episodes,
-        lambda: blind_floor("pauc", episodes, evaluator.baseline_items(), judge=judge, omegas=omegas),
-    )
+    def fit():
+        turns: list = []
+        reference = evaluator.baseline_items()
+        return blind_floor("pauc", episodes, reference, judge=judge, omegas=omegas, per_episode=turns), turns
+
+    blind, evaluator.blind_turns = _blind(evaluator, episodes, fit)
     metrics, summary = named(blind, prefix="blind_"), {"blind": blind}
     for kind, outputs in runs.items():
         played = [e for e in episodes if e.id in outputs]
