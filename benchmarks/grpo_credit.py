@@ -5,7 +5,8 @@
     python -m benchmarks.grpo_credit [--demo-out demo_out] [--jobs 2] [--doc docs/grpo_credit.md]
 
 For each world seed (a `make demo` seed folder), each training seed (the demo's own, then +100) and each variant, the
-demo's streaming GRPO stage is rerun from that seed's SFT model with the variant's fields (`VARIANTS`) and scored
+demo's streaming GRPO stage is rerun from that seed's SFT model with the variant's fields (`VARIANTS`), by the
+experimental trainer that has them (``trainer: grpo_streaming_experimental``, `proactive_rl.experimental`), and scored
 with the demo's PRS evaluator on the held-out episodes of the streaming tasks (`prs_evaluator`, own frames). Equal
 rollout budget: a dynamic-sampling run refills at most once per batch (``max_refills: 1``) and trains
 ``DS_STEPS`` steps, so its rollouts (counted from its log) stay near the others' (reported); the G = 8 variants
@@ -60,6 +61,8 @@ VARIANTS = {
     "decision-step-long": {"advantage": "decision", "decision_anchor": "step", **LONG_WINDOWS},
 }
 TRAIN_SEED_STEP = 100
+# the trainer whose fields the variants set (`proactive_rl.trainers.TRAINERS`)
+TRAINER = "grpo_streaming_experimental"
 # the trajectory run a variant is compared with when not "trajectory": the one with the same windows
 MATCHED = {"decision-step-long": "trajectory-long"}
 
@@ -97,7 +100,6 @@ def run_one(seed_dir: Path, train_seed: int, variant: str, out: Path) -> dict:
 
     from proactive_rl.demo.evaluation import prs_evaluator
     from proactive_rl.demo.plan import grpo_streaming_overrides
-    from proactive_rl.demo.stages import train_stage
     from proactive_rl.evaluation import evaluate_model
     from proactive_rl.models import load_model
 
@@ -110,7 +112,7 @@ def run_one(seed_dir: Path, train_seed: int, variant: str, out: Path) -> dict:
         **VARIANTS[variant],
     }
     t0 = time.perf_counter()
-    model_dir = train_stage("grpo_streaming", recipe, out, name="grpo")
+    model_dir = train_variant(recipe, out)
     train_s = time.perf_counter() - t0
     logs = json.loads((model_dir / "trainer_state.json").read_text())["log_history"]
     steps = [entry for entry in logs if "reward" in entry]
@@ -130,6 +132,22 @@ def run_one(seed_dir: Path, train_seed: int, variant: str, out: Path) -> dict:
     }
     (out / "scores.json").write_text(json.dumps(scores) + "\n")
     return scores
+
+
+def train_variant(fields: dict, out: Path) -> Path:
+    """The demo's streaming GRPO stage (as `proactive_rl.demo.stages.train_stage` runs it) with `fields`, by the
+    experimental trainer: the shipped ``tiny/grpo_streaming.yaml`` with `fields` and ``trainer: TRAINER`` is written to
+    ``out/recipes/grpo.yaml`` and trained into ``out/runs/grpo``, which is returned."""
+    from proactive_rl.demo.stages import derive_recipe
+    from proactive_rl.trainers import trainer_module
+
+    model_dir = out / "runs" / "grpo"
+    recipe = derive_recipe("grpo_streaming", {**fields, "trainer": TRAINER, "output_dir": str(model_dir)}, out, "grpo")
+    module = trainer_module(TRAINER)
+    module.main(*module.make_parser().parse_args_and_config(["--config", str(recipe)]))
+    if not (model_dir / "config.json").is_file():
+        raise RuntimeError(f"{TRAINER}: training finished but {model_dir} holds no model (config.json missing)")
+    return model_dir
 
 
 def _run_dir(out: Path, world_seed: int, train_seed: int, variant: str) -> Path:
@@ -268,7 +286,9 @@ episodes within a run and pooled over runs (stratified bootstrap, 95 %).
 
 {table}
 
-The variants (recipe fields over the demo's streaming GRPO stage, `benchmarks/grpo_credit.py`):
+The variants (recipe fields over the demo's streaming GRPO stage, `benchmarks/grpo_credit.py`), run by the
+experimental trainer that has these knobs: `trainer: grpo_streaming_experimental` (`proactive_rl.experimental`; the
+stable `grpo_streaming` keeps the default, `trajectory` without dynamic sampling):
 
 {fields}
 """

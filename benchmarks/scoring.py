@@ -1,6 +1,6 @@
 """Scoring cost: PRS and PAUC over 10,000 episodes, and judge calls per second.
 
-1. PRS (docs/spec.md §4): `proactive_eval.metrics.score_prs` (all four variants: U/B x redundancy on/off) over random
+1. PRS (docs/spec.md §4): `proactive_eval.benchmarks.p3i.metric.score_prs` (all four variants: U/B x redundancy on/off) over random
    count episodes with random predictions, and the raw `proactive_rewards.prs_score(mode="B")` loop it is built on.
 2. PAUC (docs/spec.md §5) with the rule judge (token-F1): `score_pauc` with a `RuleJudge` (every cumulative prediction goes
    through the judge prompt and back) and with `pauc_judge_fn(RuleJudge)` (``score_pair`` directly).
@@ -86,7 +86,7 @@ def _timed(fn):
 
 def bench_prs(n: int) -> dict:
     """`score_prs` (4 variants) and a bare `prs_score` mode-B loop over the same `n` episodes."""
-    from proactive_eval.metrics.prs import score_prs
+    from proactive_eval.benchmarks.p3i.metric import score_prs
     from proactive_rewards import prs_score
 
     episodes = random_episodes(n, "prs")
@@ -99,8 +99,8 @@ def bench_prs(n: int) -> dict:
 
 def bench_pauc(n: int) -> dict:
     """`score_pauc` with the rule judge, through the prompt and through ``score_pair``."""
+    from proactive_eval.benchmarks.pvqa.metric import score_pauc
     from proactive_eval.judges import RuleJudge, pauc_judge_fn
-    from proactive_eval.metrics.pauc import score_pauc
 
     episodes = random_episodes(n, "pauc")
     preds = random_predictions(episodes)

@@ -13,7 +13,7 @@ generator seeds). Reported:
   right (teacher-forced), otherwise a wrong answer. It isolates the decision the loss trains;
 - free-running PRS-B (docs/spec.md §4, exact-match content): greedy generation through the KV-cache streaming engine
   (`proactive_rl.streaming.HFStreamingPolicy`, `proactive_eval.streaming.run_streaming`, frames from
-  `proactive_rl.synthetic.render_frames`), scored by `proactive_eval.metrics.score_prs` — how the model is used.
+  `proactive_rl.synthetic.render_frames`), scored by `proactive_eval.benchmarks.p3i.metric.score_prs` — how the model is used.
 
 Training and evaluation run single-threaded (a shared CPU box; reproducible numbers).
 """
@@ -46,7 +46,7 @@ def train(out: Path, config: str, steps: int, extra: list[str]) -> None:
 @torch.no_grad()
 def free_running_prs(model, processor, episodes, path: Path) -> float:
     """PRS-B (× 100, docs/spec.md §4) of greedy free-running generation through the KV-cache streaming engine."""
-    from proactive_eval.metrics import score_prs
+    from proactive_eval.benchmarks.p3i.metric import score_prs
     from proactive_eval.streaming import run_streaming
     from proactive_rl.streaming import HFStreamingPolicy, SamplingParams
     from proactive_rl.synthetic import render_frames

@@ -23,8 +23,9 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import record
-from proactive_eval.formats.ovo_bench import load_ovo_bench
-from proactive_rl.evaluation.stream_bench import ClipPrompter, ovo_video_groups, run_ovo_group
+from proactive_eval.benchmarks.ovo_bench.format import load_ovo_bench
+from proactive_eval.benchmarks.ovo_bench.run import ovo_video_groups, run_ovo_group
+from proactive_rl.evaluation.stream_bench import ClipPrompter
 from proactive_rl.models import build_tiny
 from proactive_rl.synthetic.streaming_benchmarks import export_streaming_benchmarks
 

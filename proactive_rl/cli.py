@@ -24,6 +24,8 @@ from proactive_rl.eval_cli import add_arguments as add_eval_arguments
 def _add_synth_arguments(parser: argparse.ArgumentParser) -> None:
     # deferred: keeps --help / light imports fast
     from proactive_eval.episodes import TASKS  # light: numpy only
+    from proactive_rl.synthetic.export import FRACTIONS
+    from proactive_rl.synthetic.tasks import Knobs
 
     kinds = ("occlusion", "corruption", "sketch", "zoom_out")
     parser.add_argument("--out", required=True, help="output folder (train/, validation/, test/ inside)")
@@ -40,9 +42,8 @@ def _add_synth_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--n-envs", type=int, default=None, help="environments per kind over all splits (default: --n)"
     )
-    parser.add_argument(
-        "--split", default="0.8,0.1,0.1", help="train,validation,test fractions (default: 0.8,0.1,0.1)"
-    )
+    split = ",".join(f"{f:g}" for f in FRACTIONS)
+    parser.add_argument("--split", default=split, help=f"train,validation,test fractions (default: {split})")
     parser.add_argument("--no-videos", action="store_true", help="skip the mp4 files (episodes JSON only)")
     parser.add_argument("--overwrite", action="store_true", help="rewrite every file, even in a folder made otherwise")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -52,13 +53,21 @@ def _add_synth_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write OVO-Bench forward records and StreamingBench Proactive Output questions in the official "
         "formats (out/ovo_bench/, out/streamingbench/; --n records per task)",
     )
-    knobs = parser.add_argument_group("difficulty knobs")
-    knobs.add_argument("--size", type=int, default=64, help="frame side in pixels (default: 64)")
-    knobs.add_argument("--duration", default="10,60", help="episode length range in seconds MIN,MAX (default: 10,60)")
-    knobs.add_argument("--distractors", type=int, default=2, help="distracting objects/events (default: 2)")
-    knobs.add_argument("--speed", type=float, default=1.0, help="motion speed multiplier (default: 1.0)")
-    knobs.add_argument("--event-duration", type=int, default=3, help="event length in steps (default: 3)")
-    knobs.add_argument("--noise", type=float, default=0.0, help="pixel noise std, 0-255 units (default: 0)")
+    knobs = parser.add_argument_group("difficulty knobs (defaults: `proactive_rl.synthetic.tasks.Knobs`)")
+    default = Knobs()
+    knobs.add_argument(
+        "--size", type=int, default=default.size, help=f"frame side in pixels (default: {default.size})"
+    )
+    duration = ",".join(str(s) for s in default.duration)
+    knobs.add_argument("--duration", default=duration, help=f"episode length in seconds MIN,MAX (default: {duration})")
+    for flag, kind, what in (
+        ("--distractors", int, "distracting objects/events"),
+        ("--speed", float, "motion speed multiplier"),
+        ("--event-duration", int, "event length in steps"),
+        ("--noise", float, "pixel noise std, 0-255 units"),
+    ):
+        value = getattr(default, flag[2:].replace("-", "_"))
+        knobs.add_argument(flag, type=kind, default=value, help=f"{what} (default: {value:g})")
 
 
 def _csv(value: str, valid: Sequence[str], flag: str) -> list[str]:

@@ -2,8 +2,8 @@
 
 `InputError` is raised for what the user wrote or pointed at (a recipe's keys and values, a data file, a model
 path); its message names the file, the key or record, and the fix or the closest valid name (`did_you_mean`). It
-subclasses `proactive_eval.errors.InputError`, as the episode readers' `EpisodeError` and `VideoError` do, so one
-``except`` catches every input error of both packages. ``proactive-rl``, ``proactive-eval`` and every trainer entry
+is `proactive_eval.errors.InputError` itself (one class for the project), which the episode readers' `EpisodeError`
+and `VideoError` subclass, so one ``except`` catches every input error of both packages. ``proactive-rl``, ``proactive-eval`` and every trainer entry
 point print such an error as one line and exit with status 2 (`report`); ``PROACTIVE_RL_DEBUG=1`` (or
 ``proactive-rl --debug ...``) shows the traceback instead.
 """
@@ -13,14 +13,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from proactive_eval import errors as _eval_errors
-from proactive_eval.errors import DEBUG_ENV, debug, report
+from proactive_eval.errors import DEBUG_ENV, InputError, debug, report
 
 __all__ = ["DEBUG_ENV", "InputError", "MissingInput", "NotAFolder", "debug", "did_you_mean", "input_errors", "report"]
-
-
-class InputError(_eval_errors.InputError):
-    """The user's input is wrong (recipe key or value, data file, model path); the message says where and the fix."""
 
 
 class MissingInput(InputError, FileNotFoundError):
@@ -32,9 +27,9 @@ class NotAFolder(InputError, NotADirectoryError):
 
 
 def input_errors() -> tuple[type[Exception], ...]:
-    """The exception types reported in one line: every `proactive_eval.errors.InputError` (this package's
-    `InputError`, the episode readers' `EpisodeError` and `VideoError`)."""
-    return (_eval_errors.InputError,)
+    """The exception types reported in one line: `InputError` (with its subclasses, the episode readers'
+    `EpisodeError` and `VideoError`)."""
+    return (InputError,)
 
 
 def did_you_mean(name: str, valid: Iterable[str], cutoff: float = 0.6) -> str:

@@ -4,7 +4,8 @@
 - the recipe is read once (`proactive_rl.shipped.read_recipe`): a folder, a file that is not YAML or a key set twice
   is an `InputError`, as is an ``output_dir`` that is a file, before the trainer's imports;
 - every recipe key and ``--flag`` must be a field of the trainer's dataclasses, else an `InputError` naming the file,
-  the key and the closest field (``did you mean `learning_rate`?``) instead of TRL's "Unknown arguments" traceback;
+  the key and the closest field (``did you mean `learning_rate`?``) instead of TRL's "Unknown arguments" traceback,
+  or the trainer that has it when a dataclass lists it in ``MOVED_FIELDS`` (a knob moved to another trainer);
   a value must have its field's type (`proactive_rl.recipe_types`);
 - what the dataclasses reject while parsing (a bad value) becomes an `InputError` prefixed with the recipe's path.
 """
@@ -106,14 +107,28 @@ def check_keys(parser, argv: Sequence[str]) -> dict:
             raise InputError(f"{path}: expected a YAML mapping of fields, got {type(recipe).__name__}")
         for key in recipe:
             if key not in valid:
+                if moved := _moved(parser, key):
+                    raise InputError(f"{path}: `{key}` {moved}")
                 raise InputError(f"{path}: unknown key `{key}`;{did_you_mean(key, valid) or _see(parser)}")
     flags = [a[2:].split("=", 1)[0] for a in argv if a.startswith("--") and len(a) > 2]
     for flag in flags:
         name = flag.replace("-", "_")
         if flag not in ("config", "help") and name not in valid and not (name.startswith("no_") and name[3:] in valid):
+            if moved := _moved(parser, name):
+                raise InputError(f"command line: `--{flag}` {moved}")
             hint = did_you_mean(name, valid).replace("`", "`--", 1) or _see(parser)
             raise InputError(f"command line: unknown flag `--{flag}`;{hint}")
     return recipe
+
+
+def _moved(parser, key: str) -> str:
+    """What to do about `key` when a dataclass of `parser` lists it in its ``MOVED_FIELDS`` (``{field: trainer}``, e.g.
+    `proactive_rl.grpo.streaming.config.StreamingGRPOConfig`'s: the credit study's knobs), else ``""``."""
+    for cls in parser.dataclass_types:
+        trainer = getattr(cls, "MOVED_FIELDS", {}).get(key)
+        if trainer:
+            return f"is a field of trainer `{trainer}`, not of this one: set `trainer: {trainer}` in the recipe"
+    return ""
 
 
 def _see(parser) -> str:

@@ -11,16 +11,16 @@ import importlib
 from collections.abc import Sequence
 from types import ModuleType
 
-import yaml
-
-from proactive_rl.errors import InputError, MissingInput, did_you_mean
+from proactive_rl.errors import InputError, did_you_mean
 from proactive_rl.models.spec import check_model_path
 from proactive_rl.recipe_args import config_path, flag_value, located, resolve_config
-from proactive_rl.shipped import resolve_recipe
+from proactive_rl.shipped import read_recipe, resolve_recipe
 
 TRAINERS = {
     "sft": "proactive_rl.sft.main",
     "grpo_streaming": "proactive_rl.grpo.streaming.main",
+    # the credit study's variants of grpo_streaming (docs/grpo_credit.md)
+    "grpo_streaming_experimental": "proactive_rl.experimental.main",
     "grpo_suggestion": "proactive_rl.grpo.suggestion.main",
 }
 
@@ -40,11 +40,7 @@ def recipe_trainer(argv: Sequence[str]) -> str:
     if path is None:
         return "sft"
     path = resolve_recipe(path)
-    try:
-        with open(path) as f:
-            recipe = yaml.safe_load(f) or {}
-    except OSError as err:
-        raise MissingInput(f"{path}: cannot read the recipe ({err.strerror or err})") from None
+    recipe = read_recipe(path) or {}
     trainer = recipe.get("trainer", "sft") if isinstance(recipe, dict) else "sft"
     if trainer not in TRAINERS:
         raise InputError(
@@ -60,10 +56,8 @@ def recipe_model(argv: Sequence[str]) -> str | None:
     if model is not None or path is None:
         return model
     try:
-        path = resolve_recipe(path)
-        with open(path) as f:
-            recipe = yaml.safe_load(f) or {}
-    except OSError:  # UnknownRecipe included
+        recipe = read_recipe(resolve_recipe(path)) or {}
+    except InputError:  # an unknown or unreadable recipe
         return None  # recipe_trainer reports the unreadable recipe
     return recipe.get("model_name_or_path") if isinstance(recipe, dict) else None
 

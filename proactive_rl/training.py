@@ -22,6 +22,7 @@ from proactive_rl.errors import InputError, MissingInput, input_errors, report
 from proactive_rl.evaluation import ProactiveEvalCallback
 from proactive_rl.evaluation.config import EvalCallbackConfig
 from proactive_rl.evaluation.shutdown import exit_launched
+from proactive_rl.models.families import family_of
 from proactive_rl.models.spec import check_model_source, load_model_spec, parse_tiny_spec
 from proactive_rl.models.tokenizer import STATE_TOKENS
 from proactive_rl.preemption import REQUEUE_EXIT_CODE, Preempted
@@ -77,7 +78,7 @@ def check_inputs(script_args, training_args, model_args) -> None:
     config = getattr(script_args, "eval_callback", None)
     for i, evaluator in enumerate(getattr(config, "evaluators", None) or []):
         for key in ("episodes", "baseline_episodes"):
-            raw, where = getattr(evaluator, key), f"eval_callback.evaluators[{i}].{key}"
+            raw, where = getattr(evaluator, key, None), f"eval_callback.evaluators[{i}].{key}"
             if isinstance(raw, list):
                 for src in (s if isinstance(s, DatasetSource) else parse_mixture(s, where)[0] for s in raw):
                     check_source(src, where)
@@ -217,16 +218,19 @@ def attach_eval_callback(trainer, config):
 
 
 def freeze_vision_tower(model) -> int:
-    """Freeze the vision encoder but not its merger(s) (P³I Appendix C); returns the number of frozen tensors."""
-    visual = getattr(getattr(model, "model", model), "visual", None)
-    if visual is None:
-        raise InputError(f"freeze_vision_tower: {type(model).__name__} has no `model.visual` vision tower")
-    frozen = 0
-    for name, param in visual.named_parameters():
-        if "merger" not in name:
-            param.requires_grad_(False)
-            frozen += 1
-    return frozen
+    """Freeze the vision encoder but not what maps its features into the language model (Qwen-VL's merger(s); P³I
+    Appendix C), as its model family names them (`ModelFamily.vision_tower_parameters`); returns the number of frozen
+    tensors."""
+    try:
+        family = family_of(model)
+    except TypeError as err:  # of no registered family
+        raise InputError(f"freeze_vision_tower: {err}") from None
+    tower = family.vision_tower_parameters()
+    if not tower:
+        raise InputError(f"freeze_vision_tower: the model family of {type(model).__name__} names no vision tower")
+    for _, param in tower:
+        param.requires_grad_(False)
+    return len(tower)
 
 
 def finish(trainer, output_dir: str, reports: dict[str, Any] | None = None, model_args=None):

@@ -89,10 +89,18 @@ def toy_registries(monkeypatch):
 
 
 def test_a_toy_reward_and_a_toy_evaluator_by_the_recipe(toy_registries, tmp_path):
+    import dataclasses
     import json
 
     from proactive_rewards import RewardSpec, get_reward, register_reward
-    from proactive_rl.evaluation import EvalCallbackConfig, Evaluator, Scored, evaluate_model, register_evaluator
+    from proactive_rl.evaluation import (
+        EvalCallbackConfig,
+        Evaluator,
+        EvaluatorConfig,
+        Scored,
+        evaluate_model,
+        register_evaluator,
+    )
     from proactive_rl.evaluation.base import evaluator_class
     from proactive_rl.evaluation.proactivebench import build_environments
     from proactive_rl.models import build_tiny
@@ -104,9 +112,15 @@ def test_a_toy_reward_and_a_toy_evaluator_by_the_recipe(toy_registries, tmp_path
     assert get_reward(f"{__name__}:toy_trl_reward")(["C", "A"], answer=["C", "C"]) == [1.0, 0.0]
 
     # a new evaluator: steps 1-4
+    @dataclasses.dataclass
+    class ToyLetterConfig(EvaluatorConfig):
+        environments: list | None = None
+
     @register_evaluator("toy_letter")
     class ToyLetterEvaluator(Evaluator):
         """Share of environments whose first question the model answers with the correct option's letter."""
+
+        config_class = ToyLetterConfig
 
         def _load(self):
             return build_environments(self.config.environments)

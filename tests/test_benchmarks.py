@@ -87,8 +87,8 @@ def test_prs_benchmark_equals_a_direct_prs_score_loop():
 
 
 def test_pauc_benchmark_equals_a_per_turn_loop():
+    from proactive_eval.benchmarks.pvqa.metric import pauc_turn
     from proactive_eval.judges import RuleJudge
-    from proactive_eval.metrics.pauc import pauc_turn
 
     scoring = load("scoring")
     r = scoring.bench_pauc(200)

@@ -476,7 +476,7 @@ def test_report_shows_how_each_stage_answers_the_targets(tmp_path):
 def test_the_demo_world_leaves_room_to_show_seeing():
     """On the episodes the demo scores, the blind schedule fitted on its training split stays at most 65 PRS-B
     on every streaming task, in seeds 0-2 (`make demo SEEDS=3`); the 10-14 s world of earlier demos scored 79-91."""
-    from proactive_eval.baseline import blind_prs_summary
+    from proactive_eval.benchmarks.p3i.blind import blind_prs_summary
     from proactive_rl.synthetic.export import split_seed, split_sizes
     from proactive_rl.synthetic.generate import generate_episodes
 

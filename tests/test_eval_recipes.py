@@ -54,10 +54,10 @@ def _stand_in(evaluator, data_dir: Path):
         envs = [{"kind": kind, "n": 1, "seed": 3}]
         if evaluator.type == "oeg":
             envs = [_exported(kind, data_dir)]
-        judge = {"type": "rule", "kind": "token_f1"} if evaluator.type == "oeg" else evaluator.judge
+        judge = {"judge": {"type": "rule", "kind": "token_f1"}} if evaluator.type == "oeg" else {}  # mcqa: none
         # Synthetic stand-ins are not samples of the filtered benchmark: the unfiltered protocol reads them.
         return dataclasses.replace(
-            evaluator, environments=envs, max_items=1, max_new_tokens=2, judge=judge, protocol="unfiltered"
+            evaluator, environments=envs, max_items=1, max_new_tokens=2, protocol="unfiltered", **judge
         )
     sources = []
     for src in evaluator.episodes:

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from proactive_eval import Episode, load_episodes, save_episodes
+from proactive_eval.benchmarks.p3i.metric import score_prs
 from proactive_eval.episodes import EpisodeError
-from proactive_eval.metrics import score_prs
 from proactive_rewards import Target, get_reward, get_task, load_tasks
 from proactive_rl.grpo.streaming.windows import build_windows
 from proactive_rl.synthetic import generate_episodes

@@ -5,6 +5,7 @@
     proactive-eval convert --from pvqa WEB/anno.json --out conv/web_episodes.json
     proactive-eval mcqa --data-dir ProactiveBench/test --policy replay:answers.jsonl --out pb/   # filtered benchmark
     proactive-eval baseline --episodes test.json --fit train.json     # the blind schedule's PRS (no model)
+    proactive-eval score --benchmark ovo_bench --annotations ovo_bench_new.json --predictions results.json --out r/
 
 Episodes of task ``pvqa`` are scored with PAUC (a judge is needed: a rule scorer, or any OpenAI-compatible
 server); every other task with PRS-U / PRS-B, whose free-text tasks (intervention) take their content score from
@@ -23,10 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.commands.score import JUDGE_HELP, make_judge, prs_content_scorers, score
 from proactive_eval.episodes import load_episodes, save_episodes
 from proactive_eval.errors import InputError, report
 from proactive_eval.predictions import OTHER_SILENCE_SIGNALS, load_predictions
-from proactive_eval.scoring import JUDGE_HELP, make_judge, prs_content_scorers, score
+from proactive_rewards import ALPHA
 
 __all__ = ["build_parser", "load_any", "main", "make_judge", "make_policy", "prs_content_scorers", "score"]
 
@@ -62,11 +64,11 @@ def load_any(path: str | Path, fmt: str = "auto", on_error: str = "raise", video
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt == "pvqa":
-        from proactive_eval.formats import convert_pvqa
+        from proactive_eval.benchmarks.pvqa.format import convert_pvqa
 
         episodes = convert_pvqa(path, on_error=on_error, video_root=video_root)
     elif fmt == "p3i":
-        from proactive_eval.formats import convert_p3i
+        from proactive_eval.benchmarks.p3i.format import convert_p3i
 
         episodes = convert_p3i(path, on_error=on_error, video_root=video_root)
     else:
@@ -133,7 +135,7 @@ def make_policy(spec: str):
         return streaming.ScriptedPolicy(_read_predictions(rest))
     if kind == "openai" and "@" in rest:
         try:
-            from proactive_eval.openai_policy import OpenAIChatPolicy
+            from proactive_eval.common.openai_policy import OpenAIChatPolicy
         except ImportError as err:
             raise InputError(f"the OpenAI-compatible policy is not available: {err}") from None
         model, _, base_url = rest.partition("@")
@@ -187,18 +189,27 @@ def _check_scoring_flags(args) -> None:
     _check_out(args.out)
 
 
+def _print_report(name: str, report: dict[str, Any]) -> None:
+    """A registered benchmark's short table of `report` (its ``results.json``), or the JSON where it has none."""
+    # deferred: keeps --help / light imports fast
+    from proactive_eval.benchmarks import get_benchmark
+
+    text = get_benchmark(name).report_text
+    print(text(report) if text is not None else json.dumps(report, indent=1, ensure_ascii=False))
+
+
 def cmd_score(args) -> int:
-    if args.benchmark:  # the official results files of OVO-Bench / StreamingBench PO (docs/ovo_bench.md)
+    if args.benchmark:  # a registered benchmark's official results file (docs/architecture.md, "A new benchmark")
         # deferred: keeps --help / light imports fast
-        from proactive_eval.stream_bench_score import report_text, score_benchmark
+        from proactive_eval.commands.benchmark import score_benchmark
 
         report = score_benchmark(
             args.benchmark, args.annotations, args.predictions, args.out, args.model, args.video_root
         )
-        print(report_text(report))
+        _print_report(args.benchmark, report)
         return 0
     if args.episodes is None:
-        raise InputError("--episodes is required (or --benchmark ovo-bench|streamingbench-po with --annotations)")
+        raise InputError("--episodes is required (or --benchmark NAME with --annotations)")
     _check_scoring_flags(args)
     episodes = load_files(args.episodes, args.format, args.on_error, args.video_root)
     predictions = _read_predictions(args.predictions, _silence(args))
@@ -212,11 +223,14 @@ def cmd_score(args) -> int:
 
 
 def cmd_run_benchmark(args) -> int:
-    """``run --benchmark``: the official protocol through an OpenAI-compatible server (docs/ovo_bench.md)."""
+    """``run --benchmark``: a registered benchmark's official protocol through an OpenAI-compatible server
+    (`proactive_eval.commands.benchmark`)."""
     # deferred: keeps --help / light imports fast
-    from proactive_eval.stream_bench_run import EndpointPrompter, run_benchmark
-    from proactive_eval.stream_bench_score import report_text
+    from proactive_eval.benchmarks import get_benchmark
+    from proactive_eval.benchmarks.stream_bench.run import EndpointPrompter
+    from proactive_eval.commands.benchmark import run_benchmark
 
+    get_benchmark(args.benchmark, needs="runnable")  # an unknown name first, before the other flags
     kind, _, rest = args.policy.partition(":")
     if kind != "openai" or "@" not in rest:
         raise InputError("--benchmark runs an openai:MODEL@BASE_URL policy (a local model: proactive-rl eval)")
@@ -227,7 +241,7 @@ def cmd_run_benchmark(args) -> int:
     summary = run_benchmark(args.benchmark, args.annotations, prompter, "official", args.out, args.video_root)
     if summary["missing_videos"]:
         print(f"warning: {len(summary['missing_videos'])} videos not found: {summary['missing_videos'][:5]}")
-    print(report_text(summary))
+    _print_report(args.benchmark, summary)
     return 0
 
 
@@ -235,7 +249,7 @@ def cmd_run(args) -> int:
     if args.benchmark:
         return cmd_run_benchmark(args)
     if args.episodes is None:
-        raise InputError("--episodes is required (or --benchmark ovo-bench|streamingbench-po with --annotations)")
+        raise InputError("--episodes is required (or --benchmark NAME with --annotations)")
     # deferred: keeps --help / light imports fast
     try:
         from proactive_eval.streaming import run_streaming
@@ -279,7 +293,7 @@ def cmd_run(args) -> int:
             print(f"  {eid}: {reason}", file=sys.stderr)
     runs = {}
     for kind in args.counterfactual or ():  # docs/spec.md §14: the same policy, other frames
-        from proactive_eval.counterfactual import counterfactual_source, swap_partners
+        from proactive_eval.common.counterfactual import counterfactual_source, swap_partners
         from proactive_eval.video import iter_frames
 
         played = [e for e in episodes if e.id not in predictions.failed]
@@ -305,14 +319,14 @@ def cmd_run(args) -> int:
 
 def cmd_convert(args) -> int:
     # deferred: keeps --help / light imports fast
-    from proactive_eval.formats import missing_media, rebase_episodes, rebase_proactivebench
+    from proactive_eval.commands.paths import missing_media, rebase_episodes, rebase_proactivebench
 
     src = Path(args.input)
     _require_file(src, "input file")
     if args.video_root is not None and not _is_dir(args.video_root):
         raise InputError(f"--video-root: not a folder: {args.video_root}")
     if args.source == "proactivebench":
-        from proactive_eval.formats import load_proactivebench, save_proactivebench
+        from proactive_eval.benchmarks.proactivebench.format import load_proactivebench, save_proactivebench
         from proactive_eval.records import nonempty
 
         records = load_proactivebench(src, on_error=args.on_error, data_dir=args.video_root)
@@ -344,13 +358,21 @@ def cmd_baseline(args) -> int:
     """The blind schedule (PRS / PAUC) or image-blind policy (MCQA) of the files (docs/spec.md §14)."""
     # deferred: keeps --help / light imports fast
 
-    from proactive_eval.baseline_report import baseline_results, baseline_text
+    from proactive_eval.commands.baseline import baseline_results, baseline_text
 
     if not 0 <= args.alpha < float("inf"):  # also refuses nan
         raise InputError(f"--alpha: must be a finite number >= 0, got {args.alpha}")
+    if args.benchmark:  # a registered benchmark's blind floor, fitted on its official annotation file
+        from proactive_eval.commands.benchmark import baseline_benchmark
+
+        results = baseline_benchmark(args.benchmark, args.annotations, args.video_root)
+        print(json.dumps(results, indent=1, ensure_ascii=False))
+        return 0
+    if not args.episodes:
+        raise InputError("--episodes is required (or --benchmark NAME with --annotations)")
     if args.dataset:
-        from proactive_eval.baseline_mcqa import blind_mcqa_summary
-        from proactive_eval.environments import ENVIRONMENTS_FIX, load_environments
+        from proactive_eval.benchmarks.proactivebench.blind import blind_mcqa_summary
+        from proactive_eval.benchmarks.proactivebench.environments import ENVIRONMENTS_FIX, load_environments
         from proactive_eval.records import nonempty
 
         def load(paths):
@@ -382,7 +404,7 @@ def _warn_missing_videos(episodes) -> None:
     """`baseline` reads no video, `run` and `proactive-rl eval` skip an episode whose video is missing: say so, as
     their blind rows then cover fewer episodes than this one (the same number needs the same episodes)."""
     # deferred: keeps --help / light imports fast
-    from proactive_eval.formats import missing_media
+    from proactive_eval.commands.paths import missing_media
 
     missing = missing_media(episodes)
     if missing and len(missing) < len(episodes):
@@ -393,13 +415,23 @@ def _warn_missing_videos(episodes) -> None:
         )
 
 
+def _names(needs: str) -> str:
+    """The registered benchmarks that have `needs` (a `Benchmark` field, or "runnable"), for a flag's help."""
+    # deferred: keeps `import proactive_eval.cli` light
+    from proactive_eval.benchmarks import benchmark_names
+
+    return ", ".join(benchmark_names(needs))
+
+
 def _add_baseline(sub) -> None:
     p = sub.add_parser("baseline", help="the blind schedule (PRS / PAUC) or image-blind policy (MCQA) of a benchmark")
+    p.add_argument("--episodes", nargs="+", help="the evaluated episode files, or environment files (1+)")
     p.add_argument(
-        "--episodes", nargs="+", required=True, help="the evaluated episode files, or environment files (1+)"
+        "--benchmark", metavar="NAME", help=f"the blind floor of a registered benchmark: {_names('blind_floor')}"
     )
+    p.add_argument("--annotations", help="--benchmark: the official annotation (question) file")
     p.add_argument("--fit", nargs="+", help="files to fit on (e.g. the training split); default: leave-one-out")
-    p.add_argument("--alpha", type=float, default=0.05, help="PRS decay rate (default: 0.05)")
+    p.add_argument("--alpha", type=float, default=ALPHA, help=f"PRS decay rate (default: {ALPHA})")
     p.add_argument("--json", action="store_true", help="print the results (with the schedules) as JSON")
     p.add_argument("--format", default="auto", choices=FORMATS, help="episodes file format (default: auto)")
     p.add_argument("--judge", default="rule:token_f1", help=f"PAUC judge and free-text content scorer: {JUDGE_HELP}")
@@ -452,16 +484,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score a predictions file against episodes")
     common(p, episodes_required=False)
-    p.add_argument("--benchmark", choices=("ovo-bench", "streamingbench-po"), help="an official results file")
+    p.add_argument("--benchmark", metavar="NAME", help=f"an official results file of a benchmark: {_names('summary')}")
     p.add_argument("--annotations", help="--benchmark: the official annotation (question) file")
-    p.add_argument("--model", help="--benchmark streamingbench-po: the model's key in the results file")
+    p.add_argument("--model", help="--benchmark streamingbench_po: the model's key in the results file")
     p.add_argument("--predictions", required=True, help='JSONL {"id", "responses"} or official model_response_list')
     p.add_argument("--out", help="report folder (results.json, report.md, plots); omitted: print only")
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("run", help="run a policy over episodes (resumable), then score")
     common(p, episodes_required=False)
-    p.add_argument("--benchmark", choices=("ovo-bench", "streamingbench-po"), help="the official protocol on it")
+    p.add_argument("--benchmark", metavar="NAME", help=f"the official protocol on a benchmark: {_names('runnable')}")
     p.add_argument("--annotations", help="--benchmark: the official annotation (question) file")
     p.add_argument(
         "--policy", required=True, help="silent | replay:PREDICTIONS.jsonl | openai:MODEL@BASE_URL | module:factory"
@@ -508,7 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_convert)
 
-    from proactive_eval.mcqa_cli import add_parser as add_mcqa
+    from proactive_eval.benchmarks.proactivebench.command import add_parser as add_mcqa
 
     add_mcqa(sub)
     _add_baseline(sub)

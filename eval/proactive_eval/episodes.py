@@ -235,3 +235,9 @@ def _target_to_dict(target: Target) -> dict[str, Any]:
     if target.related is not None:
         out["related"] = list(target.related)
     return out
+
+
+def episode_group(episode) -> str:
+    """The table row an episode belongs to: its task, and its subset (e.g. ``pvqa:WEB``) when known."""
+    subset = episode.meta.get("subset") if episode.meta else None
+    return f"{episode.task}:{subset}" if subset else episode.task

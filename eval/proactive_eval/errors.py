@@ -2,8 +2,8 @@
 
 `InputError` is raised for what the user wrote or pointed at (a flag, a recipe's keys and values, an episodes file,
 a video, a model path); its message names the file, the key or record, and the fix. The episode readers'
-`EpisodeError` and `VideoError` are input errors too. ``proactive-eval`` and ``proactive-rl`` (whose own
-`proactive_rl.errors.InputError` subclasses this one) print such an error as one line and exit with status 2
+`EpisodeError` and `VideoError` are input errors too. It is the project's one such class (`proactive_rl.errors`
+re-exports it). ``proactive-eval`` and ``proactive-rl`` print such an error as one line and exit with status 2
 (`report`); ``PROACTIVE_RL_DEBUG=1`` shows the traceback instead.
 """
 

@@ -2,7 +2,7 @@
 
 ``tempfile.mkstemp`` creates its file ``0o600`` whatever the umask, so a results file written through a temporary
 file and a rename was unreadable by the rest of a group on a shared cluster, even under umask 022. The writers
-(`proactive_eval.predictions.atomic_write_text`, `proactive_eval.report.save_figure`) give their temporary file
+(`proactive_eval.predictions.atomic_write_text`, `proactive_eval.commands.report.save_figure`) give their temporary file
 `default_file_mode` before renaming it.
 """
 

@@ -1,7 +1,7 @@
 """The interface every streaming model meets at: one decision per frame step (docs/architecture.md).
 
 Implemented by the HF engine (`proactive_rl.streaming`), by the OpenAI-compatible chat client
-(`proactive_eval.openai_policy`) and by scripted policies in tests. The streaming evaluator and the
+(`proactive_eval.common.openai_policy`) and by scripted policies in tests. The streaming evaluator and the
 GRPO rollouts both drive it.
 """
 

@@ -67,7 +67,7 @@ def run_episode(
             (docs/spec.md §13): a bare turn is a response, an empty one silence.
         step_seconds (`list[float]`, *optional*): when given, the wall seconds of each frame's policy step are
             appended to it (a ``step_ahead`` call's seconds divided evenly among the frames it decided), for the
-            report's speed columns (`proactive_eval.speed`).
+            report's speed columns (`proactive_eval.common.speed`).
 
     Returns:
         `list[Response]`: responses, and malformed turns flagged ``malformed=True``.

@@ -29,7 +29,7 @@ def encode_dialogue(
     rendered turn by turn with caching.
 
     Args:
-        processor (`ProcessorMixin`): a Qwen-VL processor with a chat template.
+        processor (`ProcessorMixin`): the processor of a registered model family, with a chat template.
         messages (`list[dict]`): from `build_messages` (a system message, then user/assistant turns).
         max_length (`int`, *optional*): the token budget. Longer dialogues are truncated or rejected.
         truncation (`str`, *optional*, defaults to `"drop_frames"`): `"drop_frames"` drops whole early frame
@@ -47,7 +47,8 @@ def encode_dialogue(
     Returns:
         `dict` of 1-D `input_ids`, `attention_mask`, `labels` (-100 outside assistant content and end-of-turn),
         `mm_token_type_ids` (1 on image tokens; the model needs it for its 3-D rope positions), and
-        `pixel_values` / `image_grid_thw` for the kept frames (absent when there are none).
+        `pixel_values` and the family's per-image field (`ModelFamily.image_key`: `image_grid_thw` for Qwen-VL) for
+        the kept frames (absent when there are none).
     """
     if truncation not in TRUNCATION:
         raise ValueError(f"unknown truncation {truncation!r}; expected one of {', '.join(TRUNCATION)}")
@@ -78,10 +79,11 @@ def encode_dialogue(
     }
     pixel_values, grid = renderer.process_images(images, frames_resized) if process_images else (None, None)
     if pixel_values is not None:
-        merge = getattr(processor.image_processor, "merge_size", 2)
-        if int((grid.prod(-1) // merge**2).sum()) != int(out["mm_token_type_ids"].sum()):
+        family = renderer.image_family()
+        tokens = family.tokens_per_image(processor, grid)
+        if tokens is not None and int(tokens.sum()) != int(out["mm_token_type_ids"].sum()):
             raise RuntimeError("image placeholders and processed frames disagree; the processor changed its sizing")
-        out["pixel_values"], out["image_grid_thw"] = pixel_values, grid
+        out["pixel_values"], out[family.image_key] = pixel_values, grid
     return out
 
 

@@ -2,7 +2,9 @@
 
 Each message is rendered alone (in the context of a system message) and tokenised alone, which equals
 rendering and tokenising the whole dialogue because the Qwen templates are turn-separable and every turn
-boundary falls on a special token; this is checked once per processor on a probe dialogue.
+boundary falls on a special token; this is checked once per processor on a probe dialogue. What depends on the
+model family (the processor's per-image field, the tokens of a resized frame) is asked of the processor's family
+(`proactive_rl.models.families.family_of_processor`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import torch
 
 from proactive_rewards.parsing import RESPONSE_TOKEN, SILENCE_TOKEN
 from proactive_rl.chat.messages import DEFAULT_SYSTEM_PROMPT, IGNORE_INDEX, TIMESTAMP_FORMAT, user_content
+from proactive_rl.models.families import family_of_processor
 
 PRIVATE_TOUCHES = {
     "_get_num_multimodal_tokens": "transformers 5.25.0: ProcessorMixin._get_num_multimodal_tokens(image_sizes=...)"
@@ -33,7 +36,8 @@ class RenderedTurn:
         labels (`list[int]`): the ids on supervised positions (assistant content and end-of-turn), else -100.
         images (`list[np.ndarray]`): the turn's frames, in order.
         pixel_values (`torch.Tensor`, *optional*): the processed frames (``None`` without frames).
-        image_grid_thw (`torch.Tensor`, *optional*): ``(n_images, 3)`` patch grids (``None`` without frames).
+        image_grid_thw (`torch.Tensor`, *optional*): the frames' rows of the family's per-image field
+            (`ModelFamily.image_key`: ``(n_images, 3)`` patch grids for Qwen-VL; ``None`` without frames).
     """
 
     input_ids: list[int]
@@ -67,6 +71,7 @@ class _Renderer:
         self.segment = lru_cache(maxsize=8192)(self._segment)
         self.encode = lru_cache(maxsize=8192)(self._encode)
         self.tokens_per_image = lru_cache(maxsize=256)(self._tokens_per_image)
+        self.family = family_of_processor(processor)
         self._check_separable()
 
     def _render(self, messages, add_generation_prompt=False) -> str:
@@ -104,12 +109,18 @@ class _Renderer:
         return int(self.processor._get_num_multimodal_tokens(image_sizes=[(height, width)])["num_image_tokens"][0])
 
     def _tokens_per_resized_image(self, height: int, width: int) -> int:
-        """Vision tokens of a frame already at the processor's size (one token per merged patch)."""
-        ip = self.processor.image_processor
-        factor = ip.patch_size * ip.merge_size
-        if height % factor or width % factor:
-            raise ValueError(f"a frame marked resized must be a multiple of {factor} px, got {height}x{width}")
-        return (height // factor) * (width // factor)
+        """Vision tokens of a frame already at the processor's size (its family's rule)."""
+        return self.image_family().tokens_per_resized_frame(self.processor, height, width)
+
+    def image_family(self):
+        """The processor's `ModelFamily` (class), which knows its image rules; an error for a processor of none."""
+        if self.family is None:
+            raise TypeError(
+                f"{type(self.processor).__name__} is the processor of no registered model family, so its frames "
+                "cannot be rendered; add one with proactive_rl.models.families.register_family (docs/architecture.md, "
+                "'A new model family')"
+            )
+        return self.family
 
     def turn(self, message: dict, resized: bool = False) -> RenderedTurn:
         """Render one message: ids with image placeholders expanded, labels, and its images (not yet processed).
@@ -137,9 +148,10 @@ class _Renderer:
     def process_images(self, images: list, resized: bool = False) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         if not images:
             return None, None
+        key = self.image_family().image_key
         skip = {"do_resize": False} if resized else {}  # resized once already, by the processor's own rule
         out = self.processor.image_processor(images=list(images), return_tensors="pt", **skip)
-        return out["pixel_values"], out["image_grid_thw"]
+        return out["pixel_values"], out[key]
 
     def _check_separable(self) -> None:
         """Per-turn rendering must equal the template's rendering of the whole dialogue (checked on a probe)."""
@@ -230,7 +242,8 @@ def render_user_turn(
     process_images: bool = True,
 ) -> RenderedTurn:
     """One user turn (timestamp, frame(s), scheduled text; the instruction on the first turn), exactly as
-    `encode_dialogue` renders it, with its frames processed into `pixel_values` / `image_grid_thw`."""
+    `encode_dialogue` renders it, with its frames processed into `pixel_values` / `image_grid_thw` (the rows of the
+    family's per-image field)."""
     renderer = _renderer(processor)
     message = {"role": "user", "content": user_content(time, frames, instruction, user_text, timestamp_format)}
     turn = renderer.turn(message)

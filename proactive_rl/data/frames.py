@@ -3,24 +3,21 @@
 A frame can be resized right after it is decoded to the size the processor will resize it to
 (:func:`frame_resizer`), so an episode's frames are held at the processor's size, not the video's: the
 processor's own arithmetic and resampling are used, and the processor then skips its resize, so the
-``pixel_values`` are those of the full-size path (docs/spec.md §2).
+``pixel_values`` are those of the full-size path (docs/spec.md §2). The size rule and the resize are the processor's
+model family's (`ModelFamily.frame_size`, `ModelFamily.resize_frame`); a processor of no registered family, or one
+whose family gives no rule, keeps its frames at full size.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 import numpy as np
 
 from proactive_eval.episodes import Episode
 from proactive_eval.video import iter_frames
+from proactive_rl.models.families import family_of_processor
 from proactive_rl.synthetic import render_frames
-
-# The Qwen2-VL image processors (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) of transformers 5: torchvision and PIL backends.
-# Their resize is ``smart_resize`` (patch_size × merge_size, min/max pixels) then the backend's resize; nothing
-# else in their preprocessing depends on the input size. Any other processor keeps its frames at full size.
-_KNOWN_IMAGE_PROCESSORS = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorPil")
 
 
 def frames_of(
@@ -41,19 +38,9 @@ def frames_of(
 
 def processor_frame_size(processor, height: int, width: int) -> tuple[int, int] | None:
     """``(height, width)`` the processor's image processor resizes an ``height × width`` frame to, or ``None`` for
-    an image processor not known here (or one that does not resize)."""
-    image_processor = getattr(processor, "image_processor", None)
-    if type(image_processor).__name__ not in _KNOWN_IMAGE_PROCESSORS or not image_processor.do_resize:
-        return None
-    smart_resize = sys.modules[type(image_processor).__module__].smart_resize
-    size = image_processor.size
-    return smart_resize(
-        height,
-        width,
-        factor=image_processor.patch_size * image_processor.merge_size,
-        min_pixels=size["shortest_edge"],
-        max_pixels=size["longest_edge"],
-    )
+    a processor whose family gives no size rule (or an image processor that does not resize)."""
+    family = family_of_processor(processor)
+    return None if family is None else family.frame_size(processor, height, width)
 
 
 def frame_resizer(processor) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -70,32 +57,15 @@ def frame_resizer(processor) -> Callable[[np.ndarray], np.ndarray] | None:
 
 
 class _FrameResizer:
-    """Picklable (DataLoader workers): the image processor's backend resize to `processor_frame_size`."""
+    """Picklable (DataLoader workers): the processor's own resize to `processor_frame_size` (its family's)."""
 
     def __init__(self, processor):
         self.processor = processor
+        self.family = family_of_processor(processor)
 
     def __call__(self, frame: np.ndarray) -> np.ndarray:
-        # deferred: keeps torch/transformers out of light import paths
-        from transformers.image_utils import SizeDict
-
-        ip = self.processor.image_processor
         height, width = frame.shape[:2]
-        target = processor_frame_size(self.processor, height, width)
+        target = self.family.frame_size(self.processor, height, width)
         if target == (height, width):
             return frame
-        # The backend's own resize (what the processor's resize calls after smart_resize), on the channel-first
-        # array the processor itself would build from this frame.
-        backend_resize = super(type(ip), ip).resize
-        size = SizeDict(height=target[0], width=target[1])
-        if type(ip).__name__ == "Qwen2VLImageProcessorPil":
-            out = backend_resize(np.ascontiguousarray(np.moveaxis(frame, -1, 0)), size, resample=ip.resample)
-            return np.ascontiguousarray(np.moveaxis(np.asarray(out), 0, -1))
-        import torch
-
-        frame = np.ascontiguousarray(frame)
-        if not frame.flags.writeable:  # torch warns on read-only arrays (decoded or memory-mapped frames)
-            frame = frame.copy()
-        image = torch.from_numpy(frame).permute(2, 0, 1).contiguous()
-        out = backend_resize(image, size, resample=ip.resample)
-        return np.ascontiguousarray(out.permute(1, 2, 0).numpy())
+        return self.family.resize_frame(self.processor, frame, target)

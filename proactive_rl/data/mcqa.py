@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 from PIL import Image as PILImage
 
-from proactive_eval.environments import (
+from proactive_eval.benchmarks.proactivebench.environments import (
     MCQAEnvironment,
     MCQAObservation,
     load_environments,
     make_environment,
     mcqa_prompt,
 )
+from proactive_eval.benchmarks.proactivebench.format import load_proactivebench
 from proactive_eval.episodes import EpisodeError
-from proactive_eval.formats.proactivebench import load_proactivebench
 from proactive_eval.records import iter_jsonl, read_text
 from proactive_rl.synthetic.environments import KINDS, make_environments
 
@@ -302,7 +302,7 @@ def proactivebench_environments(
         data_dir (`str` or `Path`, *optional*): the image root; defaults to the file's folder.
         hint (`bool`, *optional*, defaults to `False`): append the dataset's hint to every question.
         protocol (`str`, *optional*): for benchmark files, ``"filtered"`` (the paper's benchmark) or
-            ``"unfiltered"`` (`proactive_eval.formats.proactivebench_protocol`; needs `dataset`); `None` (the
+            ``"unfiltered"`` (`proactive_eval.benchmarks.proactivebench.protocol`; needs `dataset`); `None` (the
             default, for training splits) reads every record.
         skip (`dict`, *optional*): the authors' skip arguments, with `protocol`.
 

@@ -1,6 +1,6 @@
 """Why the final model does not beat the blind schedule on PAUC, said beside the claims table when it does not.
 
-The blind answer of a PAUC task (`proactive_eval.baseline_pauc`) is one text fitted on the training split, said at a
+The blind answer of a PAUC task (`proactive_eval.benchmarks.pvqa.blind`) is one text fitted on the training split, said at a
 fixed fraction of every reply span. PAUC keeps only the answers inside a reply span and drops a repeated text
 (docs/spec.md §5), so it scores what saying that text at every frame would. The paragraph reads the final stage's
 ``pauc/pauc_turns.jsonl`` and ``pauc_turns_blind.jsonl`` (the same turns, `proactive_rl.demo.comparisons`) and

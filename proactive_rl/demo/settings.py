@@ -11,9 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-import yaml
-
-from proactive_rl.shipped import shipped_path
+from proactive_rl.shipped import read_recipe, shipped_path
 
 # The streaming tasks the demo generates, trains and scores with PRS (docs/spec.md §4), one of each kind (§10);
 # `pvqa` episodes (free-text answers with reply spans) are scored with PAUC (docs/spec.md §5).
@@ -27,7 +25,7 @@ _KNOB_KEYS = ("negatives", "colours", "layout", "corruptions", "object_radius", 
 def suggestion_environments() -> tuple[tuple[str, ...], dict[str, Any]]:
     """``(kinds, knobs)`` of the synthetic training environments of ``recipes/tiny/grpo_suggestion.yaml``."""
     recipe = shipped_path("tiny/grpo_suggestion.yaml")
-    sources = [e for e in yaml.safe_load(recipe.read_text())["environments"] if e.get("source") == "synthetic"]
+    sources = [e for e in read_recipe(str(recipe))["environments"] if e.get("source") == "synthetic"]
     if not sources:
         raise ValueError(f"{recipe}: the demo needs synthetic training environments in 'environments'")
     knobs = {k: v for k, v in sources[0].items() if k in _KNOB_KEYS}

@@ -20,7 +20,7 @@ from proactive_eval.episodes import load_episodes, save_episodes
 from proactive_rl.demo.plan import task_file
 from proactive_rl.demo.settings import DemoSettings, suggestion_environments
 from proactive_rl.models import build_tiny
-from proactive_rl.shipped import shipped_path
+from proactive_rl.shipped import read_recipe, shipped_path
 from proactive_rl.synthetic.captions import GROUNDING_TASK, grounding_episode
 from proactive_rl.synthetic.environments import make_environments
 from proactive_rl.synthetic.export import (
@@ -140,7 +140,7 @@ def derive_recipe(stage: str, overrides: dict[str, Any], out: Path, run_name: st
     (`run_name` defaults to `stage`)."""
     name = f"tiny/{stage}.yaml"
     source = shipped_path(name)
-    recipe = yaml.safe_load(source.read_text())
+    recipe = read_recipe(str(source))
     unknown = sorted(k for k in overrides if k not in recipe and k not in _EXTRA_KEYS)
     if unknown:
         logger.info("demo overrides not in %s (passed to the trainer as new fields): %s", name, unknown)

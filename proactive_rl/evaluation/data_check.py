@@ -4,10 +4,10 @@ An evaluation whose data is missing fails in one line (exit status 2) naming the
 training does (`proactive_rl.training.check_inputs`), instead of loading the model and then recording every
 evaluator as failed. Checked, per evaluator: its episode and environment sources (``episodes``,
 ``baseline_episodes``, ``environments``, ``baseline_environments``: files, ``video_root`` / ``data_dir`` folders), its
-annotation file and ``video_root`` (OVO-Bench, StreamingBench), then its items are built (the episode and record
-files read and validated) and the folder of every episode's video must exist. A single missing video is not an
-error here: the evaluator skips that episode and counts it in ``coverage`` (``on_error``); a missing folder of videos
-is a wrong path.
+annotation file and ``video_root`` (a registered benchmark's, `proactive_rl.evaluation.benchmark`), then its items
+are built (the episode and record files read and validated) and the folder of every episode's video must exist. A
+single missing video is not an error here: the evaluator skips that episode and counts it in ``coverage``
+(``on_error``); a missing folder of videos is a wrong path. Only the fields an evaluator's type has are checked.
 """
 
 from __future__ import annotations

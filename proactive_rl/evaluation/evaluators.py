@@ -16,20 +16,25 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.benchmarks.p3i.metric import score_prs
+from proactive_eval.benchmarks.pvqa.metric import score_pauc
+from proactive_eval.commands.report import build_results, failure_rows, write_report
+from proactive_eval.common.content import JudgeScorer, content_scorers
+from proactive_eval.common.counterfactual import check_counterfactuals
+from proactive_eval.common.malformed import malformed_warning
 from proactive_eval.judges import OpenAIJudge, RuleJudge
-from proactive_eval.malformed import malformed_warning
-from proactive_eval.metrics import score_pauc, score_prs
-from proactive_eval.metrics.content import JudgeScorer, content_scorers
 from proactive_eval.predictions import atomic_write_text, prediction_line
-from proactive_eval.report import build_results, failure_rows, write_report
-from proactive_rewards import Response
+from proactive_rewards import ALPHA, Response
 from proactive_rl.data import load_mixture
 from proactive_rl.data.frames import frames_of
 from proactive_rl.data.mixture import parse_mixture
-from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
+from proactive_rl.errors import InputError
+from proactive_rl.evaluation.base import Evaluator, EvaluatorConfig, Scored, check_count, register_evaluator
+from proactive_rl.evaluation.config import check_judge
 from proactive_rl.evaluation.looks import (
     counterfactual_sources,
     pauc_looks,
@@ -55,6 +60,72 @@ _PRS_KEYS = (
 
 
 JUDGE_CACHE_NAME = "judge_cache.sqlite"
+ON_ERROR = ("skip", "raise")
+
+
+@dataclass
+class StreamingConfig(EvaluatorConfig):
+    """The fields of the streaming evaluators (``prs``, ``pauc``), beside `EvaluatorConfig`'s.
+
+    Args:
+        episodes (`list`): held-out episode sources, the form of ``dataset_mixture``
+            (`proactive_rl.data.mixture.DatasetSource`: episode files or synthetic tasks).
+        max_frames (`int`, *optional*): keep only the latest K frames in context (docs/spec.md §2).
+        judge (`dict`, *optional*): ``pauc``: the judge; ``prs``: the content scorer of free-text tasks
+            (intervention, docs/spec.md §4). ``{type: rule, kind: token_f1|rouge_l}`` (default: token_f1, the
+            intervention reward's scorer) or ``{type: openai, base_url, model, ...}`` (any
+            `proactive_eval.judges.OpenAIJudge` argument).
+        batch_size (`int`, *optional*, defaults to `8`): episodes played in lockstep, one batched vision call and
+            one batched language-model call per step (`proactive_rl.streaming.batch`; the same predictions as one
+            at a time, ``1``); each holds its own KV cache, so memory grows with it.
+        on_error (`str`, *optional*, defaults to `"skip"`): an episode whose video is missing, truncated or
+            undecodable is skipped, named in the summary and counted in ``coverage`` (``skip``), or fails the
+            evaluator (``raise``).
+        baseline_episodes (`list`, *optional*): the split the blind schedule is fitted on (episode sources, as
+            ``episodes``; e.g. the training episodes); without it, leave-one-out on the evaluated episodes
+            (docs/spec.md §14).
+        counterfactual (`list`, *optional*): frame counterfactuals to play besides the episodes' own frames:
+            ``swap`` (another evaluated episode's frames, same task) and ``freeze`` (the first frame repeated);
+            reported as ``<metric>_swap`` and ``vision_gain_<metric>`` (docs/spec.md §14).
+    """
+
+    episodes: Any = None
+    max_frames: int | None = None
+    judge: dict[str, Any] | None = None
+    batch_size: int = 8
+    on_error: str = "skip"
+    baseline_episodes: Any = None
+    counterfactual: list[str] | None = None
+
+    def check(self, where: str) -> None:
+        super().check(where)
+        if self.on_error not in ON_ERROR:
+            raise InputError(f"{where}.on_error: expected one of {', '.join(ON_ERROR)}, got {self.on_error!r}")
+        check_count(self.max_frames, f"{where}.max_frames")
+        check_count(self.batch_size, f"{where}.batch_size", optional=False)
+        self.judge = check_judge(self.judge, f"{where}.judge")
+        self.counterfactual = check_counterfactuals(self.counterfactual, f"{where}.counterfactual", ("swap", "freeze"))
+        if self.episodes is None:
+            raise ValueError(f"{where}: a {self.type} evaluator needs 'episodes' (a list of episode sources)")
+        self.episodes = parse_mixture(self.episodes, f"{where}.episodes")
+        if self.baseline_episodes is not None:
+            self.baseline_episodes = parse_mixture(self.baseline_episodes, f"{where}.baseline_episodes")
+
+
+@dataclass
+class PRSConfig(StreamingConfig):
+    """A ``prs`` evaluator: `StreamingConfig`'s fields and
+
+    Args:
+        alpha (`float`, *optional*, defaults to `0.05`): PRS temporal decay (docs/spec.md §4).
+    """
+
+    alpha: float = ALPHA
+
+
+@dataclass
+class PAUCConfig(StreamingConfig):
+    """A ``pauc`` evaluator: `StreamingConfig`'s fields (its ``judge`` scores each answer, docs/spec.md §5)."""
 
 
 def make_judge(config: dict[str, Any], cache_dir: Path | None = None, **defaults):
@@ -91,19 +162,6 @@ class _LockedWriter:
 
 class _StreamingEvaluator(Evaluator):
     resumable = True
-
-    @classmethod
-    def check_config(cls, config, where: str) -> None:
-        if config.episodes is None:
-            raise ValueError(f"{where}: a {config.type} evaluator needs 'episodes' (a list of episode sources)")
-
-        config.episodes = parse_mixture(config.episodes, f"{where}.episodes")
-        if config.baseline_episodes is not None:
-            config.baseline_episodes = parse_mixture(config.baseline_episodes, f"{where}.baseline_episodes")
-        if config.baseline_environments is not None:
-            raise ValueError(f"{where}: 'baseline_environments' is for mcqa evaluators; use 'baseline_episodes'")
-        if config.hint or config.answer_letters_only:
-            raise ValueError(f"{where}: 'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only")
 
     def _load(self) -> list:
         episodes, _ = load_mixture(self.config.episodes)
@@ -232,6 +290,8 @@ class PRSEvaluator(_StreamingEvaluator):
     their content score from the ``judge`` block, as the intervention reward does by default (token-F1); the
     summary names the scorer of every task."""
 
+    config_class = PRSConfig
+
     def content_scorers(self, cache_dir: Path | None = None):
         judge = self.config.judge
         if judge.get("type", "rule") == "rule":
@@ -277,6 +337,8 @@ class PRSEvaluator(_StreamingEvaluator):
 @register_evaluator("pauc")
 class PAUCEvaluator(_StreamingEvaluator):
     """Streaming PAUC with a judge (docs/spec.md §5, ProactiveVideoQA): windowed targets are the reply spans."""
+
+    config_class = PAUCConfig
 
     def _load(self) -> list:
         episodes = super()._load()

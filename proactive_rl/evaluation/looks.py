@@ -2,10 +2,10 @@
 
 Every PRS / PAUC evaluation reports, beside the model's numbers:
 
-- the blind schedule (`proactive_eval.baseline`, `proactive_eval.baseline_pauc`): the best frame-independent
+- the blind schedule (`proactive_eval.benchmarks.p3i.blind`, `proactive_eval.benchmarks.pvqa.blind`): the best frame-independent
   schedule, fitted on ``baseline_episodes`` when given and by leave-one-out otherwise, scored by the evaluator's
   own scorer: ``blind_<metric>`` (overall and ``<task>/blind_<metric>``);
-- with ``counterfactual: [swap, freeze]`` (`proactive_eval.counterfactual`), the model played again on the same
+- with ``counterfactual: [swap, freeze]`` (`proactive_eval.common.counterfactual`), the model played again on the same
   episodes with another episode's frames or the first frame frozen: ``<metric>_swap`` / ``<metric>_freeze`` and
   ``vision_gain_<metric> = metric - <metric>_swap``, over the episodes both runs scored.
 
@@ -20,17 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from proactive_eval import streaming  # module attribute: tests patch run_episode
-from proactive_eval.baseline_mcqa import blind_mcqa_summary, blind_oeg_summary
-from proactive_eval.blind import blind_floor
-from proactive_eval.counterfactual import (
+from proactive_eval.benchmarks.p3i.metric import score_prs
+from proactive_eval.benchmarks.proactivebench.blind import blind_mcqa_summary, blind_oeg_summary
+from proactive_eval.benchmarks.proactivebench.metric import oeg_summary, proactivebench_summary
+from proactive_eval.benchmarks.pvqa.metric import score_pauc
+from proactive_eval.commands.blind import blind_floor
+from proactive_eval.common.counterfactual import (
     NoPartner,
     counterfactual_id,
     counterfactual_source,
     split_counterfactual_id,
     with_vision_gain,
 )
-from proactive_eval.metrics import score_pauc, score_prs
-from proactive_eval.metrics.proactivebench import oeg_summary, proactivebench_summary
 from proactive_eval.predictions import atomic_write_text, prediction_line
 from proactive_rewards import Response
 
@@ -187,7 +188,7 @@ def pauc_looks(evaluator, episodes: list, predictions: dict, runs: dict, judge, 
 
 def mcqa_looks(evaluator, records: list[dict], swapped: list[dict]) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the image-blind policy (``blind_acc``, ``blind_ps``) and of the swapped images
-    (``acc_swap``, ``ps_swap``, ``vision_gain_acc``) of an MCQA evaluation (`proactive_eval.baseline_mcqa`)."""
+    (``acc_swap``, ``ps_swap``, ``vision_gain_acc``) of an MCQA evaluation (`proactive_eval.benchmarks.proactivebench.blind`)."""
     played = {r["id"] for r in records}
     envs = [e for e in evaluator.items() if e.id in played]
     blind = _blind(evaluator, envs, lambda: blind_mcqa_summary(envs, evaluator.baseline_items()))
@@ -223,7 +224,7 @@ def mcqa_looks_markdown(summary: dict) -> str:
 
 def oeg_looks(evaluator, rows: list[dict], swapped: list[dict], swapped_rows: list[dict], judge) -> tuple[dict, dict]:
     """``(metrics, summary)`` of the blind answer (``blind_agg``, ``blind_acc``, ``blind_ps``) and of the swapped
-    images (``agg_swap``, ``vision_gain_agg``) of an OEG evaluation (`proactive_eval.baseline_mcqa`)."""
+    images (``agg_swap``, ``vision_gain_agg``) of an OEG evaluation (`proactive_eval.benchmarks.proactivebench.blind`)."""
     keys = ("agg", "acc", "ps")
     blind = _blind(evaluator, rows, lambda: blind_oeg_summary(rows, judge, evaluator.baseline_items()))
     metrics = {f"blind_{k}": float(blind[k]) for k in keys}

@@ -10,22 +10,30 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from proactive_eval import environments as proactive_environments  # module attribute: tests patch run_environment
-from proactive_eval.baseline_mcqa import SwappedEnvironment
-from proactive_eval.counterfactual import counterfactual_id, split_counterfactual_id, swap_partners
-from proactive_eval.environments import proactivebench_summary
-from proactive_eval.formats.proactivebench_protocol import PROTOCOLS, protocol_line, protocol_summary
+# a module attribute: tests patch run_environment
+from proactive_eval.benchmarks.proactivebench import environments as proactive_environments
+from proactive_eval.benchmarks.proactivebench.blind import SwappedEnvironment
+from proactive_eval.benchmarks.proactivebench.environments import proactivebench_summary
+from proactive_eval.benchmarks.proactivebench.metric import oeg_judgment, oeg_summary
+from proactive_eval.benchmarks.proactivebench.oeg import oeg_question, oeg_valid_answers
+from proactive_eval.benchmarks.proactivebench.protocol import PROTOCOLS, protocol_line, protocol_summary
+from proactive_eval.benchmarks.proactivebench.report import mcqa_markdown, mcqa_results, speed_text
+from proactive_eval.benchmarks.proactivebench.report import step_seconds_of as _step_seconds
+from proactive_eval.common.counterfactual import (
+    check_counterfactuals,
+    counterfactual_id,
+    split_counterfactual_id,
+    swap_partners,
+)
+from proactive_eval.common.speed import step_speed, timed
 from proactive_eval.judges import OEG_SYSTEM_PROMPT, oeg_prompt
-from proactive_eval.mcqa_report import mcqa_markdown, mcqa_results, speed_text
-from proactive_eval.mcqa_report import step_seconds_of as _step_seconds
-from proactive_eval.metrics import oeg_judgment, oeg_summary
-from proactive_eval.oeg import oeg_question, oeg_valid_answers
 from proactive_eval.predictions import atomic_write_text
-from proactive_eval.speed import step_speed, timed
 from proactive_rl.data.mcqa import env_hint, parse_environments, suppressed_tokens
-from proactive_rl.evaluation.base import Evaluator, Scored, register_evaluator
+from proactive_rl.evaluation.base import Evaluator, EvaluatorConfig, Scored, register_evaluator
+from proactive_rl.evaluation.config import check_flag, check_judge
 from proactive_rl.evaluation.evaluators import make_judge
 from proactive_rl.evaluation.looks import mcqa_looks, mcqa_looks_markdown, oeg_looks
 from proactive_rl.evaluation.policy import image_answer_fn, mcqa_answer_fn, observation_image
@@ -42,13 +50,92 @@ def _jsonl(rows: list[dict]) -> str:
     )
 
 
-def _check_environments(config, where: str) -> None:
+@dataclass
+class ProactiveBenchConfig(EvaluatorConfig):
+    """The fields of the ProactiveBench evaluators (``mcqa``, ``oeg``), beside `EvaluatorConfig`'s.
+
+    Args:
+        environments (`list`): ``{kind, n, seed, size}`` synthetic environments (plus any difficulty knob of
+            `proactive_rl.synthetic.make_environments`; ``mcqa`` only) or ``{path, dataset, data_dir}``
+            ProactiveBench JSONL.
+        hint (`bool`, *optional*, defaults to `False`): ``mcqa``: add the dataset's hint to each question, as the
+            suggestion trainer's ``hint`` does (ProactiveBench §4.3); ``oeg``: append the generic OEG hint to the
+            question (ProactiveBench Table 9; `proactive_eval.benchmarks.proactivebench.oeg.OEG_HINT`).
+        protocol (`str`, *optional*, defaults to `"filtered"`): on ProactiveBench JSONL, the paper's filtered
+            benchmark (Table 1) or ``"unfiltered"`` (Table 4, and any data that is not the benchmark's, e.g.
+            synthetic exports); `proactive_eval.benchmarks.proactivebench.protocol`.
+        skip (`dict`, *optional*): the authors' skip arguments (default ``{strong_occlusions: false}``; ``{}`` keeps
+            all).
+        baseline_environments (`list`, *optional*): the environments the image-blind policy is fitted on (as
+            ``environments``); without them, leave-one-out.
+        counterfactual (`list`, *optional*): ``swap``: each environment also shown another evaluated environment's
+            images (same dataset); reported as ``<metric>_swap`` and ``vision_gain_<metric>`` (docs/spec.md §14).
+    """
+
+    #: whether its environments must be ProactiveBench files (no synthetic ones)
+    files_only: ClassVar[bool] = False
+
+    environments: Any = None
+    hint: bool = False
+    protocol: str = "filtered"
+    skip: dict[str, Any] | None = None
+    baseline_environments: Any = None
+    counterfactual: list[str] | None = None
+
+    def check(self, where: str) -> None:
+        super().check(where)
+        check_flag(self.hint, f"{where}.hint")
+        self.counterfactual = check_counterfactuals(self.counterfactual, f"{where}.counterfactual", ("swap",))
+        _check_environments(self, where)
+        if self.baseline_environments is not None:  # the environments the image-blind policy is fitted on
+            if isinstance(self.baseline_environments, dict):
+                self.baseline_environments = [self.baseline_environments]
+            parse_environments(self.baseline_environments, f"{where}.baseline_environments", DEFAULT_NUM_ENVS)
+
+
+@dataclass
+class MCQAConfig(ProactiveBenchConfig):
+    """An ``mcqa`` evaluator: `ProactiveBenchConfig`'s fields and
+
+    Args:
+        answer_letters_only (`bool`, *optional*, defaults to `False`): only option letters may be generated (the
+            first N, N the most options any of the environments shows), as the suggestion trainer's
+            ``answer_letters_only`` samples.
+    """
+
+    answer_letters_only: bool = False
+
+    def check(self, where: str) -> None:
+        check_flag(self.answer_letters_only, f"{where}.answer_letters_only")
+        super().check(where)
+
+
+@dataclass
+class OEGConfig(ProactiveBenchConfig):
+    """An ``oeg`` evaluator: `ProactiveBenchConfig`'s fields (``environments``: ProactiveBench files only) and
+
+    Args:
+        judge (`dict`, *optional*): the judge: ``{type: rule, kind: token_f1|rouge_l}`` (default: token_f1) or
+            ``{type: openai, base_url, model, ...}`` (any `proactive_eval.judges.OpenAIJudge` argument; its
+            ``system_prompt`` is the authors' OEG judge prompt).
+    """
+
+    files_only: ClassVar[bool] = True
+
+    judge: dict[str, Any] | None = None
+
+    def check(self, where: str) -> None:
+        self.judge = check_judge(self.judge, f"{where}.judge")
+        super().check(where)
+
+
+def _check_environments(config: ProactiveBenchConfig, where: str) -> None:
     """``environments``: `proactive_rl.data.mcqa.parse_environments` (the training recipes' validator), plus what
     an evaluator needs: the protocol, and each ProactiveBench file's dataset (an oeg evaluator reads files only)."""
     base, where = where, f"{where}.environments"
     specs = parse_environments(config.environments, where, DEFAULT_NUM_ENVS)
     for i, spec in enumerate(specs):
-        if config.type == "oeg" and spec.source == "synthetic":
+        if config.files_only and spec.source == "synthetic":
             raise ValueError(
                 f"{where}[{i}]: an oeg evaluator needs 'path' (ProactiveBench JSONL, with 'dataset' and 'data_dir')"
             )
@@ -98,17 +185,8 @@ class MCQAEvaluator(Evaluator):
     """
 
     SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answers", "outcomes", "success"]
+    config_class = MCQAConfig
     resumable, records_files = True, ("outcomes.jsonl", "outcomes_swap.jsonl")
-
-    @classmethod
-    def check_config(cls, config, where: str) -> None:
-        _check_environments(config, where)
-        if config.baseline_episodes is not None:
-            raise ValueError(f"{where}: 'baseline_episodes' is for prs / pauc evaluators; use 'baseline_environments'")
-        if config.baseline_environments is not None:  # the environments the image-blind policy is fitted on
-            if isinstance(config.baseline_environments, dict):
-                config.baseline_environments = [config.baseline_environments]
-            parse_environments(config.baseline_environments, f"{where}.baseline_environments", DEFAULT_NUM_ENVS)
 
     def _load(self) -> list:
         return build_environments(self.config.environments, self.config.hint, self.config.protocol, self.config.skip)
@@ -208,17 +286,12 @@ class MCQAEvaluator(Evaluator):
 @register_evaluator("oeg")
 class OEGEvaluator(Evaluator):
     """ProactiveBench open-ended generation (docs/spec.md §6; ProactiveBench §3.1, App. B, Tables 8-9): one
-    free-form answer per environment, to its first image and its question without options (`proactive_eval.oeg`), judged against
+    free-form answer per environment, to its first image and its question without options (`proactive_eval.benchmarks.proactivebench.oeg`), judged against
     the valid answers; ``agg`` / ``acc`` (category) / ``ps`` are rates × 100, overall and per dataset."""
 
     SAMPLE_COLUMNS = ["evaluator", "id", "dataset", "answer", "valid_answers", "judge", "aggregate"]
+    config_class = OEGConfig
     resumable, records_files = True, ("predictions.jsonl",)
-
-    @classmethod
-    def check_config(cls, config, where: str) -> None:
-        MCQAEvaluator.check_config(config, where)
-        if config.answer_letters_only:
-            raise ValueError(f"{where}.answer_letters_only: for mcqa evaluators only (an OEG answer is free-form)")
 
     def _load(self) -> list:
         return build_environments(self.config.environments, protocol=self.config.protocol, skip=self.config.skip)

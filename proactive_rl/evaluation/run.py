@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from proactive_eval.counterfactual import split_counterfactual_id
+from proactive_eval.common.counterfactual import split_counterfactual_id
 from proactive_eval.predictions import PredictionWriter, atomic_write_text
 from proactive_rl.errors import debug, input_errors
 from proactive_rl.evaluation.base import Evaluator

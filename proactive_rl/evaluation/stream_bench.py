@@ -1,6 +1,7 @@
-"""A local model as the prompter of the OVO-Bench / StreamingBench protocols (`proactive_eval.stream_bench_run`):
-``official`` calls on a fresh `proactive_rl.streaming.StreamingSession`, and the ``streaming`` protocol's one pass
-per video, forked at every probe (`StreamingSession.fork(1)`: a copy of the cache, dropped after the answer).
+"""A local model as the prompter of the item-by-item benchmarks' protocols (each benchmark's `Benchmark.run_item`,
+`proactive_eval.benchmarks.stream_bench.run`): ``official`` calls on a fresh `proactive_rl.streaming.StreamingSession`,
+and the ``streaming`` protocol's one pass per video, forked at every probe (`StreamingSession.fork(1)`: a copy of the
+cache, dropped after the answer).
 
 Both render one user turn through the processor's chat template: the frames, then the prompt, then the generation
 prompt. The streaming prefix is the official prompt's prefix token for token, so with the same frames both
@@ -11,16 +12,7 @@ from __future__ import annotations
 
 import time
 
-from proactive_eval.stream_bench_run import (
-    PROTOCOLS,
-    Speed,
-    ovo_results,
-    ovo_video_groups,
-    run_ovo_group,
-    run_po_question,
-)
-
-__all__ = ["PROTOCOLS", "ClipPrompter", "ovo_results", "ovo_video_groups", "run_ovo_group", "run_po_question"]
+from proactive_eval.benchmarks.stream_bench.run import Speed
 
 _SENTINEL = "\x00PROMPT\x00"
 ENCODE_FRAMES = 32  # frames per vision call when a recorded video is encoded ahead

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.commands.report import pyplot, save_figure
 from proactive_eval.predictions import atomic_write_text
-from proactive_eval.report import pyplot, save_figure
 from proactive_rl.errors import InputError
 from proactive_rl.evaluation.base import Evaluator
 from proactive_rl.evaluation.looks import blind_key, is_blind

@@ -1,7 +1,9 @@
 """Models: tiny local VLMs (Qwen-VL, LLaVA-NeXT), real-checkpoint loading, and the state tokens (docs/spec.md §2).
 
 - `build_tiny(arch, size, seed)`: a Qwen2.5-VL / Qwen3-VL / LLaVA-NeXT-Mistral model and processor built locally
-  (tests, demo).
+  (tests, demo), by the family that registered the arch.
+- `proactive_rl.models.families`: one folder per model family (its adapter, processor rules, tiny builder and chat
+  template) and the registry that finds them.
 - `load_model(name_or_path, ...)`: a hub id or a local directory, with the state tokens added.
 - `add_state_tokens(model, processor)`: ``</Silence>`` / ``</Response>`` as single non-special added tokens.
 

@@ -38,6 +38,7 @@ import torch
 
 from proactive_rl.models.families import ImageFeatures, family_of
 
+from .forward import LanguageModelForward
 from .packed import RowKV, Span, packed_rows
 from .session import StreamingSession, _eval_mode, _native_gqa
 
@@ -187,11 +188,7 @@ class Batcher:
         self.core = self.family.core
         self.device = next(model.parameters()).device
         self.image_token_id = self.family.image_token_id
-        self._lm_head = None
-        if type(model).__module__.startswith(("transformers.", "peft.")):
-            self._embed = self.core.get_input_embeddings()
-            self._language_model = getattr(self.core, "language_model", None)
-            self._lm_head = model.get_output_embeddings() if self._language_model is not None else None
+        self._lm_forward = LanguageModelForward(model, self.family)
         self.stats = BatchStats()
         self._cond = threading.Condition()
         self._pending: list[_Request] = []
@@ -331,11 +328,7 @@ class Batcher:
         columns = torch.tensor(select, dtype=torch.long, device=self.device)
         text_config = self.core.config.get_text_config(decoder=True)
         with _native_gqa(self.device.type == "cpu"), packed_rows(text_config, spans):
-            if self._lm_head is None or (images and self.family.needs_full_forward(images)):
-                # a model class of unknown `forward`, or features only the wrapper takes (Qwen3-VL's deepstack)
-                logits = self._wrapper_forward(ids, positions, images, columns)
-            else:
-                logits = self._language_model_forward(ids, positions, images, columns)
+            logits = self._lm_forward(ids, positions, images, columns).logits  # no cache: `packed_rows` holds them
         logits = logits[0].float().cpu()
         offset = 0
         for request in requests:
@@ -348,22 +341,3 @@ class Batcher:
         self.stats.rows += len(segments)
         self.stats.tokens += start
         self.stats.rows_per_call.append(len(segments))
-
-    def _wrapper_forward(self, ids, positions, images, columns):
-        kwargs = self.family.encoder_outputs(images) if images else {}
-        positions = self.family.model_positions(positions)
-        out = self.model(input_ids=ids, position_ids=positions, use_cache=False, logits_to_keep=columns, **kwargs)
-        return out.logits
-
-    def _language_model_forward(self, ids, positions, images, columns):
-        """The wrapper's forward without its per-call checks (as `StreamingSession` runs it)."""
-        embeds = self._embed(ids)
-        if images:
-            features = torch.cat([im.embeds for im in images]).to(embeds.device, embeds.dtype)
-            slots = ids == self.image_token_id
-            if int(slots.sum()) * embeds.shape[-1] != features.numel():
-                raise ValueError(f"{int(slots.sum())} image placeholder tokens but {len(features)} image features")
-            embeds = embeds.masked_scatter(slots.unsqueeze(-1).expand_as(embeds), features)
-        positions = self.family.model_positions(positions)
-        out = self._language_model(inputs_embeds=embeds, position_ids=positions, use_cache=False)
-        return self._lm_head(out.last_hidden_state[:, columns])

@@ -27,6 +27,7 @@ from proactive_rl.models.families import ImageFeatures, family_of
 from .attention import maskless_chunks
 from .cache import new_cache
 from .chunks import Chunk, evict, image_spans
+from .forward import LanguageModelForward
 from .sampling import SamplingParams, choose_tokens
 from .speculation import check_draft, lay_out
 
@@ -48,12 +49,6 @@ class TurnOutput:
     texts: list[str]
     logprobs: list[list[float]]
     truncated: list[bool]
-
-
-@dataclass
-class _LMOutput:
-    logits: torch.Tensor
-    cache: object
 
 
 @dataclass
@@ -156,13 +151,7 @@ class StreamingSession:
         self.vision_start_id, self.vision_end_id = self.family.image_delimiters
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self.device = next(model.parameters()).device
-        # The modules `_forward` calls directly, skipping the wrapper's per-call checks. Only for the library's own
-        # classes (a transformers model, or PEFT around one): any other wrapper's `forward` may change the logits.
-        self._lm_head = None
-        if type(model).__module__.startswith(("transformers.", "peft.")):
-            self._embed = self.core.get_input_embeddings()
-            self._language_model = getattr(self.core, "language_model", None)
-            self._lm_head = model.get_output_embeddings() if self._language_model is not None else None
+        self._lm_forward = LanguageModelForward(model, self.family)
 
         self.batch_size = 1
         self.cache = None
@@ -637,30 +626,21 @@ class StreamingSession:
         if self._holes or not bool(new_mask.all()):
             self._holes = True
         columns = torch.tensor([S - 1] if keep is None else keep, dtype=torch.long, device=self.device)
-        # every row carries the same images; the model scatters features row-major over placeholder slots
-        kwargs = self.family.encoder_outputs(images * B) if images else {}
         if self.cache is None:
             self.cache = new_cache(self.core.config)
         attention_mask = mask if self._holes else None  # without holes the causal mask alone is right (SDPA fast path)
         text_config = self.core.config.get_text_config(decoder=True)
         cpu = self.device.type == "cpu"
         with _eval_mode(self.model), _native_gqa(cpu), maskless_chunks(text_config, cpu and attention_mask is None):
-            if self._lm_head is None or (images and self.family.needs_full_forward(images)):
-                # a model class of unknown `forward`, or features only the wrapper takes (Qwen3-VL's deepstack)
-                out = self.model(
-                    input_ids=ids.to(self.device),
-                    attention_mask=attention_mask,
-                    position_ids=self.family.model_positions(positions).to(self.device),
-                    cache=self.cache,
-                    use_cache=True,
-                    logits_to_keep=0 if self.record_logits else columns,
-                    **kwargs,
-                )
-            else:
-                # Per-call Python is a large part of a step's cost on small models: the VL wrappers
-                # re-check multimodal inputs at every call. Embedding + image scatter + language model + lm_head is
-                # exactly what they compute when positions and image features are given.
-                out = self._language_model_forward(ids.to(self.device), images, attention_mask, positions, columns)
+            # every row carries the same images; the model scatters features row-major over placeholder slots
+            out = self._lm_forward(
+                ids.to(self.device),
+                positions,
+                images * B,
+                None if self.record_logits else columns,
+                attention_mask=attention_mask,
+                cache=self.cache,
+            )
         logits = out.logits
         self.cache = out.cache
         self.mask = mask
@@ -675,22 +655,3 @@ class StreamingSession:
             return None
         self.last_logits = None
         return logits.float()
-
-    def _language_model_forward(self, ids, images, attention_mask, positions, columns):
-        """The wrapper's forward without its per-call checks: embed, scatter image features, decode, lm_head."""
-        embeds = self._embed(ids)
-        if images:
-            features = torch.cat([im.embeds for im in images] * ids.shape[0]).to(embeds.device, embeds.dtype)
-            slots = ids == self.image_token_id
-            if int(slots.sum()) * embeds.shape[-1] != features.numel():
-                raise ValueError(f"{int(slots.sum())} image placeholder tokens but {len(features)} image features")
-            embeds = embeds.masked_scatter(slots.unsqueeze(-1).expand_as(embeds), features)
-        out = self._language_model(
-            inputs_embeds=embeds,
-            attention_mask=attention_mask,
-            position_ids=self.family.model_positions(positions).to(self.device),
-            cache=self.cache,
-            use_cache=True,
-        )
-        hidden = out.last_hidden_state if self.record_logits else out.last_hidden_state[:, columns]
-        return _LMOutput(self._lm_head(hidden), out.cache)

@@ -17,7 +17,7 @@ _LAZY = {"KINDS", "SequenceEnvironment", "abstain_policy", "make_environments", 
 
 
 def __getattr__(name):
-    # The environments need proactive_eval.environments; import them only when asked for.
+    # The environments need proactive_eval.benchmarks.proactivebench.environments; import them only when asked for.
     if name in _LAZY:
         return getattr(environments, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ options (proactive suggestions and the abstain option, shuffled once at generati
 categories (one correct, three hard negatives). A valid proactive suggestion moves the position; a correct
 category ends the episode as a success; an abstention, a wrong category, an invalid action, an unparseable
 answer or running out of `max_steps` ends it as a failure. Answers are scored by the benchmark's own
-`proactive_eval.metrics.proactivebench.classify_answer` (the authors' parsing).
+`proactive_eval.benchmarks.proactivebench.metric.classify_answer` (the authors' parsing).
 
 Kinds, after the datasets they stand in for (ProactiveBench App. A):
 
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from proactive_eval.environments import MCQAObservation, StepResult
-from proactive_eval.metrics.proactivebench import classify_answer
+from proactive_eval.benchmarks.proactivebench.environments import MCQAObservation, StepResult
+from proactive_eval.benchmarks.proactivebench.metric import classify_answer
 from proactive_rl.synthetic.sketches import CORRUPTIONS, DRAWINGS, corrupt, draw_strokes
 from proactive_rl.synthetic.world import BACKGROUND, PALETTE, SHAPES, rgb, shape_mask
 

@@ -6,13 +6,13 @@ episode and ids carry their split's seed)::
     out/manifest.json                       the arguments the folder was made with
     out/train/episodes.json                 docs/spec.md §1 episodes, ``video`` = ``videos/<id>.mp4``, scene in ``meta``
     out/train/videos/<id>.mp4               H.264 (or MPEG-4), yuv420p, 1 frame per decision step
-    out/train/environments/<kind>.jsonl     ProactiveBench-style records (``proactive_eval.environments``)
+    out/train/environments/<kind>.jsonl     ProactiveBench-style records (``proactive_eval.benchmarks.proactivebench.environments``)
     out/train/environments/images/<kind>/<id>/<k>.png
     out/validation/...  out/test/...
 
 Environment records follow the authors' dataset whose dynamics they share (field ``dataset_rule``):
 occlusion → ROD, corruption → IN-C, sketch and zoom_out → QD; load them with
-``proactive_eval.environments.load_environments(path, record_rule, protocol="unfiltered")`` (they are not
+``proactive_eval.benchmarks.proactivebench.environments.load_environments(path, record_rule, protocol="unfiltered")`` (they are not
 samples of the filtered benchmark).
 """
 
@@ -35,6 +35,7 @@ from proactive_rl.synthetic.generate import generate_episodes, render_frames
 logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "validation", "test")
+FRACTIONS = (0.8, 0.1, 0.1)  # train / validation / test, the default split
 DATASET_RULES = {"occlusion": "ROD", "corruption": "IN-C", "sketch": "QD", "zoom_out": "QD"}
 _TEMPLATE_WIDTH = {"ROD": 2, "IN-C": 1, "QD": 2}
 
@@ -168,7 +169,7 @@ def export_dataset(
     seed: int = 0,
     env_kinds: Sequence[str] = (),
     n_envs: int | None = None,
-    fractions: Sequence[float] = (0.8, 0.1, 0.1),
+    fractions: Sequence[float] = FRACTIONS,
     videos: bool = True,
     progress: bool = True,
     overwrite: bool = False,

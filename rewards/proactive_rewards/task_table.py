@@ -1,6 +1,6 @@
 """The task table: one `TaskSpec` per streaming task, read by every layer that treats tasks differently.
 
-Episode validation (`proactive_eval.episodes`), the PRS content scorers (`proactive_eval.metrics.content`), the
+Episode validation (`proactive_eval.episodes`), the PRS content scorers (`proactive_eval.common.content`), the
 synthetic generators, the streaming-GRPO windows and rewards, and `task_rewards()` all look a task up here, so a
 new task is one `register_task` call (docs/architecture.md, "A new streaming task")::
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from proactive_eval.environments import make_environment
-from proactive_eval.formats.proactivebench_protocol import load_filter, select_benchmark
-from proactive_eval.metrics.proactivebench import DATASETS
-from proactive_eval.oeg import oeg_valid_answers
+from proactive_eval.benchmarks.proactivebench.environments import make_environment
+from proactive_eval.benchmarks.proactivebench.metric import DATASETS
+from proactive_eval.benchmarks.proactivebench.oeg import oeg_valid_answers
+from proactive_eval.benchmarks.proactivebench.protocol import load_filter, select_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("authors_proactivebench_driver.py")

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from proactive_eval import Episode
-from proactive_eval.baseline import _Candidates, _content_fn, _ScoreTable, blind_prs_summary, fit_blind_prs
+from proactive_eval.benchmarks.p3i.blind import _Candidates, _content_fn, _ScoreTable, blind_prs_summary, fit_blind_prs
 from proactive_rewards import Target, prs_score
 
 E = math.exp
@@ -126,9 +126,9 @@ def test_the_blind_pauc_answer_is_never_below_silence():
     """Two answers with no word in common, two episodes each: leave-one-out fits each episode on the other three,
     whose most common answer is the other one; said at the start of the reply span it is judged wrong (level 1,
     y = 0 over the whole span, PAUC 0 at every ω: docs/spec.md §5), below silence's 0.25. The floor is silence."""
-    from proactive_eval.blind import SILENCE, blind_floor
+    from proactive_eval.benchmarks.pvqa.metric import score_pauc
+    from proactive_eval.commands.blind import SILENCE, blind_floor
     from proactive_eval.judges import RuleJudge
-    from proactive_eval.metrics import score_pauc
     from proactive_rewards import Response
 
     texts = ["red car", "red car", "blue boat", "blue boat"]

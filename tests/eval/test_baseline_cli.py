@@ -6,11 +6,12 @@ import json
 from test_formats import ANNO, _pb, write_anno  # tests/eval is on sys.path (rootdir-relative imports)
 
 from proactive_eval import cli
-from proactive_eval.baseline import blind_prs_summary
-from proactive_eval.baseline_mcqa import blind_mcqa_summary
-from proactive_eval.baseline_pauc import blind_pauc_summary
-from proactive_eval.environments import load_environments
-from proactive_eval.formats import convert_p3i, convert_pvqa
+from proactive_eval.benchmarks.p3i.blind import blind_prs_summary
+from proactive_eval.benchmarks.p3i.format import convert_p3i
+from proactive_eval.benchmarks.proactivebench.blind import blind_mcqa_summary
+from proactive_eval.benchmarks.proactivebench.environments import load_environments
+from proactive_eval.benchmarks.pvqa.blind import blind_pauc_summary
+from proactive_eval.benchmarks.pvqa.format import convert_pvqa
 from proactive_eval.judges import RuleJudge
 
 
@@ -44,6 +45,11 @@ def test_p3i_files_leave_one_out_and_fitted(tmp_path, capsys):
     assert fitted["prs"]["fit"] == {"accident": "reference"}
     assert cli.main(["baseline", "--episodes", str(test), "--format", "p3i"]) == 0
     assert "blind schedule" in capsys.readouterr().out
+    # the registered benchmark's blind floor is the same row (`proactive_eval.benchmarks.p3i`)
+    assert _run(capsys, "--benchmark", "p3i", "--annotations", str(test)) == {
+        "benchmark": "p3i",
+        "blind_floor": loo["prs"],
+    }
 
 
 def test_pvqa_anno_json_gives_the_blind_pauc(tmp_path, capsys):

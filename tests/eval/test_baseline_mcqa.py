@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from proactive_eval.baseline_mcqa import SwappedEnvironment, blind_mcqa_summary
-from proactive_eval.environments import run_environment
-from proactive_eval.mcqa_types import MCQAObservation, StepResult
-from proactive_eval.metrics.proactivebench import classify_answer
+from proactive_eval.benchmarks.proactivebench.blind import SwappedEnvironment, blind_mcqa_summary
+from proactive_eval.benchmarks.proactivebench.environments import run_environment
+from proactive_eval.benchmarks.proactivebench.metric import classify_answer
+from proactive_eval.benchmarks.proactivebench.types import MCQAObservation, StepResult
 
 
 class Toy:

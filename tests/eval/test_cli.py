@@ -277,7 +277,7 @@ def test_run_unknown_policy(tmp_path, capsys):
 
 def test_policy_specs():
     from proactive_eval.cli import make_policy
-    from proactive_eval.openai_policy import OpenAIChatPolicy
+    from proactive_eval.common.openai_policy import OpenAIChatPolicy
     from proactive_eval.streaming import SilentPolicy
 
     assert isinstance(make_policy("silent"), SilentPolicy)

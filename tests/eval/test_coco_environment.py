@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from proactive_eval.coco_environment import COCOEnvironment
-from proactive_eval.environments import (
+from proactive_eval.benchmarks.proactivebench.coco import COCOEnvironment
+from proactive_eval.benchmarks.proactivebench.environments import (
     MCQAEnvironment,
     load_environments,
     make_environment,
@@ -159,8 +159,8 @@ def test_load_environments_builds_coco_and_the_protocol_filters_ids(data_dir):
 
 
 def test_oeg_answers_are_the_authors_for_every_direction(data_dir):
-    from proactive_eval.metrics.proactivebench import oeg_judgment
-    from proactive_eval.oeg import oeg_valid_answers
+    from proactive_eval.benchmarks.proactivebench.metric import oeg_judgment
+    from proactive_eval.benchmarks.proactivebench.oeg import oeg_valid_answers
 
     for direction in ("left", "up_right", "zoom"):
         env = COCOEnvironment(record(direction), data_dir, load_images=False)

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from proactive_eval import Episode
-from proactive_eval.counterfactual import (
+from proactive_eval.benchmarks.p3i.metric import score_prs
+from proactive_eval.common.counterfactual import (
     NoPartner,
     aligned_frames,
     counterfactual_id,
@@ -14,7 +15,6 @@ from proactive_eval.counterfactual import (
     swap_partners,
 )
 from proactive_eval.episodes import UserTurn
-from proactive_eval.metrics import score_prs
 from proactive_eval.policy import Observation
 from proactive_eval.streaming import run_episode
 from proactive_rewards import Target

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from proactive_eval.environments import (
+from proactive_eval.benchmarks.proactivebench.environments import (
     MCQAEnvironment,
     ProactiveBenchEnvironment,
     load_environments,

@@ -37,7 +37,7 @@ def test_atomic_text_files_follow_the_umask(tmp_path, umask):
 
 def test_png_figures_follow_the_umask(tmp_path, umask):
     pytest.importorskip("matplotlib")
-    from proactive_eval.report import pyplot, save_figure
+    from proactive_eval.commands.report import pyplot, save_figure
 
     plt = pyplot()
     fig = plt.figure(figsize=(1, 1))

@@ -5,7 +5,9 @@ import json
 import pytest
 
 from proactive_eval import EpisodeError
-from proactive_eval.formats import convert_p3i, convert_pvqa, load_proactivebench, save_proactivebench
+from proactive_eval.benchmarks.p3i.format import convert_p3i
+from proactive_eval.benchmarks.proactivebench.format import load_proactivebench, save_proactivebench
+from proactive_eval.benchmarks.pvqa.format import convert_pvqa
 from proactive_eval.predictions import PredictionWriter, load_predictions, save_predictions, turn_output
 from proactive_rewards import Response, Target
 

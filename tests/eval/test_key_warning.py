@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
+from proactive_eval.common.openai_policy import OpenAIChatPolicy
 from proactive_eval.judges import OpenAIJudge, transport
 from proactive_eval.judges.transport import ChatTransport, sends_key_in_clear
-from proactive_eval.openai_policy import OpenAIChatPolicy
 
 LOGGER = "proactive_eval.judges.transport"
 

@@ -18,8 +18,8 @@ def test_import_proactive_eval_does_not_import_torch_or_extras():
 
 def test_scoring_modules_stay_light():
     code = (
-        "import proactive_eval.metrics, proactive_eval.formats, proactive_eval.predictions, "
-        "proactive_eval.report, proactive_eval.cli, proactive_eval.judges, proactive_eval.coco_environment, "
-        "proactive_eval.formats.proactivebench_protocol, proactive_eval.mcqa_report, proactive_eval.mcqa_cli"
+        "import proactive_eval.benchmarks, proactive_eval.predictions, proactive_eval.commands.report, "
+        "proactive_eval.commands.benchmark, proactive_eval.cli, proactive_eval.judges, "
+        "proactive_eval.benchmarks.proactivebench.command"
     )
     assert _imported_after(code) == set()

@@ -7,11 +7,11 @@ dots removed), since ChangeIt's string joins with "," and the others with ", ".
 
 import pytest
 
-from proactive_eval.environments import ProactiveBenchEnvironment
+from proactive_eval.benchmarks.proactivebench.environments import ProactiveBenchEnvironment
+from proactive_eval.benchmarks.proactivebench.metric import oeg_judgment
+from proactive_eval.benchmarks.proactivebench.oeg import OEG_HINT, oeg_question, oeg_valid_answers
 from proactive_eval.episodes import EpisodeError
 from proactive_eval.judges import RuleJudge, oeg_prompt, split_oeg_prompt
-from proactive_eval.metrics import oeg_judgment
-from proactive_eval.oeg import OEG_HINT, oeg_question, oeg_valid_answers
 
 CATS = ["goldfish", "tench", "hen", "cock"]
 VIDEO = "This is a frame extracted from a video. Answer the following question."

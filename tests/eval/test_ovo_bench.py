@@ -8,11 +8,11 @@ import re
 
 import pytest
 
+from proactive_eval.benchmarks.ovo_bench.format import load_ovo_bench, ovo_prompt
+from proactive_eval.benchmarks.ovo_bench.metric import mc_score, rec_score, score_ovo_bench, yes_no_score
+from proactive_eval.benchmarks.ovo_bench.score import ovo_blind_results
 from proactive_eval.cli import main
-from proactive_eval.formats.ovo_bench import load_ovo_bench, ovo_prompt
-from proactive_eval.metrics.ovo_bench import mc_score, rec_score, score_ovo_bench, yes_no_score
 from proactive_eval.records import EpisodeError
-from proactive_eval.stream_bench_score import ovo_blind_results
 
 # ---- a literal transcription of the authors' OVOBenchOfflineScore (crashes included) -----------------
 
@@ -302,11 +302,13 @@ def test_cli_score_writes_results_json(tmp_path, capsys):
     results["forward"][0]["test_info"][0].pop("response")  # a probe left unanswered
     (tmp_path / "ovo.json").write_text(json.dumps(records))
     (tmp_path / "res.json").write_text(json.dumps(results))
-    argv = ["score", "--benchmark", "ovo-bench", "--annotations", str(tmp_path / "ovo.json")]
+    argv = ["score", "--benchmark", "ovo_bench", "--annotations", str(tmp_path / "ovo.json")]
     assert main(argv + ["--predictions", str(tmp_path / "res.json"), "--out", str(tmp_path / "r")]) == 0
     report = json.loads((tmp_path / "r" / "results.json").read_text())
     assert set(report["tasks"]) == {"EPM", "ASI", "HLD", "OCR", "ACR", "ATR", "STU", "FPD", "OJR", "REC", "SSR", "CRR"}
     assert report["coverage"]["missing"] == 1 and report["malformed"] == 1
     assert set(report["blind_floor"]["categories"]) == {"backward", "realtime", "forward"}
     assert "blind floor" in capsys.readouterr().out
-    assert main(["score", "--benchmark", "ovo-bench", "--annotations", "nope.json", "--predictions", "x"]) == 2
+    assert main(["baseline", "--benchmark", "ovo_bench", "--annotations", str(tmp_path / "ovo.json")]) == 0
+    assert json.loads(capsys.readouterr().out) == {"benchmark": "ovo_bench", "blind_floor": report["blind_floor"]}
+    assert main(["score", "--benchmark", "ovo_bench", "--annotations", "nope.json", "--predictions", "x"]) == 2

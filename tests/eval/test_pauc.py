@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proactive_eval import Episode
-from proactive_eval.metrics import pauc_turn, score_pauc
+from proactive_eval.benchmarks.pvqa.metric import pauc_turn, score_pauc
 from proactive_rewards import Target
 
 
@@ -170,7 +170,7 @@ def test_score_pauc_turn_and_video_weighting():
 
 
 def test_score_pauc_batches_through_score_many(monkeypatch):
-    import proactive_eval.metrics.pauc as pauc_mod
+    import proactive_eval.benchmarks.pvqa.metric as pauc_mod
 
     monkeypatch.setattr(pauc_mod, "pauc_prompt", lambda q, g, p: f"{q}|{g}|{p}")
 
@@ -201,8 +201,8 @@ def test_target_without_window_is_an_error():
 
 def test_one_level_parser_two_readings():
     """The metric reads text like the official scorer (first character); the judges read it leniently first."""
+    from proactive_eval.benchmarks.pvqa.metric import parse_judge_level
     from proactive_eval.judges import parse_level
-    from proactive_eval.metrics import parse_judge_level
 
     # (text, official reading, judge reading), by hand from `re.match(r"[123]", text.strip())` and the judge rules
     cases = [("3", 3, 3), (" 2\n", 2, 2), ("Score: 3", None, 3), ("2.5", 2, None), ("<think>1</think>3", None, 3)]

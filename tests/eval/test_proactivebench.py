@@ -2,7 +2,7 @@
 
 import pytest
 
-from proactive_eval.metrics.proactivebench import (
+from proactive_eval.benchmarks.proactivebench.metric import (
     PREDICTION_THR,
     dataset_key,
     oeg_judgment,
@@ -55,10 +55,10 @@ def test_no_category_allowed_and_no_valid_action():
     assert proactivebench_outcome("A", ACTIONS, [], CATEGORIES, "dog") == "fail"
 
 
-def test_metrics_package_exports_the_outcome():
-    from proactive_eval import metrics
+def test_metric_module_exports_the_outcome():
+    from proactive_eval.benchmarks.proactivebench import metric
 
-    assert metrics.proactivebench_outcome("E", ACTIONS, VALID, CATEGORIES, "dog") == "correct"
+    assert metric.proactivebench_outcome("E", ACTIONS, VALID, CATEGORIES, "dog") == "correct"
 
 
 def test_acc_and_ps_by_hand():

@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from proactive_eval.environments import load_environments
-from proactive_eval.formats.proactivebench_protocol import (
+from proactive_eval.benchmarks.proactivebench.environments import load_environments
+from proactive_eval.benchmarks.proactivebench.metric import DATASETS
+from proactive_eval.benchmarks.proactivebench.protocol import (
     load_filter,
     protocol_line,
     protocol_summary,
     select_benchmark,
 )
-from proactive_eval.metrics.proactivebench import DATASETS
 
 # ProactiveBench Table 1, acc columns of ROD, VSOD and CIT (22 models).
 TABLE1_ACC = {

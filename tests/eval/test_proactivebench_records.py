@@ -9,10 +9,9 @@ import json
 
 import pytest
 
-from proactive_eval.environments import ProactiveBenchEnvironment, load_environments
+from proactive_eval.benchmarks.proactivebench.environments import ProactiveBenchEnvironment, load_environments
+from proactive_eval.benchmarks.proactivebench.format import load_proactivebench, parse_record
 from proactive_eval.episodes import EpisodeError
-from proactive_eval.formats import load_proactivebench
-from proactive_eval.formats.proactivebench import parse_record
 
 CATEGORIES = ["goldfish", "tench", "hen", "cock"]
 
@@ -155,7 +154,7 @@ def test_environment_accepts_a_validated_record_and_walks_imagenet_c_from_level_
 
 
 def test_a_saved_copy_keeps_the_dataset_rules(tmp_path):
-    from proactive_eval.formats import save_proactivebench
+    from proactive_eval.benchmarks.proactivebench.format import save_proactivebench
 
     vsod = authors(7, image_template="v/{image}.jpg", first_image=12, num_images=40)
     (rec,) = load_proactivebench(write(tmp_path, "OcclusionDataSet-MM20_preprocessed.jsonl", vsod))

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from proactive_eval import Episode
-from proactive_eval.metrics import score_prs
+from proactive_eval.benchmarks.p3i.metric import score_prs
 from proactive_rewards import Target
 
 E = math.exp

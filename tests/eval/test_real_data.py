@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from proactive_eval import cli
-from proactive_eval.environments import load_environments, run_environment
+from proactive_eval.benchmarks.proactivebench.environments import load_environments, run_environment
 from proactive_eval.streaming import ScriptedPolicy
 from proactive_eval.video import write_video
 from tests.support.fake_openai import FakeOpenAI

@@ -5,9 +5,10 @@ import json
 import pytest
 
 from proactive_eval import Episode
-from proactive_eval.metrics import score_pauc, score_prs
+from proactive_eval.benchmarks.p3i.metric import score_prs
+from proactive_eval.benchmarks.pvqa.metric import score_pauc
+from proactive_eval.commands.report import build_results, markdown_report, prs_table, write_report
 from proactive_eval.predictions import atomic_write_text
-from proactive_eval.report import build_results, markdown_report, prs_table, write_report
 from proactive_rewards import Target
 
 
@@ -84,7 +85,7 @@ def test_responses_histogram_bins_a_flood_of_responses(tmp_path):
     """A target that drew a million responses is one bar ("20+"), not a million (issue 55: no input hangs a command)."""
     import time
 
-    from proactive_eval.report import HISTOGRAM_BINS, plot_responses_histogram
+    from proactive_eval.commands.report import HISTOGRAM_BINS, plot_responses_histogram
 
     start = time.monotonic()
     path = plot_responses_histogram({"PRS-B matching": [0, 1, 1, 10**6]}, tmp_path / "h.png")

@@ -1,12 +1,12 @@
-"""Speed beside accuracy (`proactive_eval.speed`): hand-computed event → response times and latency ranks; the
+"""Speed beside accuracy (`proactive_eval.common.speed`): hand-computed event → response times and latency ranks; the
 loop's per-frame timings and the report's speed columns exist and are finite (never a timing in an assertion)."""
 
 import math
 
 from proactive_eval import Episode
-from proactive_eval.metrics import score_prs
-from proactive_eval.report import build_results, markdown_report
-from proactive_eval.speed import NO_RUN, event_to_response, latency_summary, speed_row
+from proactive_eval.benchmarks.p3i.metric import score_prs
+from proactive_eval.commands.report import build_results, markdown_report
+from proactive_eval.common.speed import NO_RUN, event_to_response, latency_summary, speed_row
 from proactive_eval.streaming import ScriptedPolicy, run_episode
 from proactive_rewards import Response, Target
 

@@ -1,4 +1,4 @@
-"""Bounded fuzzing of ``proactive-eval score --benchmark ovo-bench|streamingbench-po`` (issue 55).
+"""Bounded fuzzing of ``proactive-eval score --benchmark ovo_bench|streamingbench_po`` (issue 55).
 
 A fixed seed mutates valid annotation and results files (wrong types, nulls, NaN / inf, huge strings and numbers,
 deep nesting, deleted and added fields, duplicated and unknown ids, absurd time stamps, truncated or non-UTF-8
@@ -33,7 +33,7 @@ VALUES = [None, float("nan"), float("inf"), float("-inf"), -1, 0, 2.5, 10**30, T
 
 
 def bases(benchmark: str, rng: random.Random):
-    if benchmark == "ovo-bench":
+    if benchmark == "ovo_bench":
         records = make_annotations(rng)
         return records, make_ovo_results(rng, records)
     entries = make_questions(rng, n_videos=rng.randint(1, 3))
@@ -105,7 +105,7 @@ def check_report(benchmark: str, annotations, report: dict) -> None:
     cov = report["coverage"]
     assert 0 <= cov["answered"] <= cov["expected"] and cov["missing"] == cov["expected"] - cov["answered"]
     assert all(isinstance(v, int) and v >= 0 for v in report["ignored"].values())
-    if benchmark == "ovo-bench":
+    if benchmark == "ovo_bench":
         assert set(report["tasks"]) <= {r["task"] for r in annotations}
         assert all(0 <= v <= 100 for v in report["tasks"].values())
     else:
@@ -129,10 +129,10 @@ def run_case(tmp_path, capsys, benchmark, annotations: bytes, results: bytes) ->
     return rc, err
 
 
-@pytest.mark.parametrize("benchmark", ["ovo-bench", "streamingbench-po"])
+@pytest.mark.parametrize("benchmark", ["ovo_bench", "streamingbench_po"])
 def test_fuzzed_files_exit_0_or_2_with_one_line(tmp_path, capsys, benchmark):
     rng = random.Random(55)
-    other = "streamingbench-po" if benchmark == "ovo-bench" else "ovo-bench"
+    other = "streamingbench_po" if benchmark == "ovo_bench" else "ovo_bench"
     outcomes = {"annotations": [], "results": []}
     for case in range(2 * CASES):
         annotations, results = bases(benchmark, rng)
@@ -168,7 +168,7 @@ def issue_cases(rng: random.Random) -> list[tuple[str, object, object]]:
     ):
         a, r = copy.deepcopy(records), copy.deepcopy(results)
         change(a, r)
-        cases.append(("ovo-bench", a, r))
+        cases.append(("ovo_bench", a, r))
     for change in (
         lambda a, r: a[0]["questions"][0].__setitem__("ground_truth_time_stamp", "9999999:00:00"),
         lambda a, r: a[0]["questions"][0].__setitem__("time_stamp", float("nan")),
@@ -176,14 +176,14 @@ def issue_cases(rng: random.Random) -> list[tuple[str, object, object]]:
     ):
         a, r = copy.deepcopy(entries), copy.deepcopy(po_results)
         change(a, r)
-        cases.append(("streamingbench-po", a, r))
+        cases.append(("streamingbench_po", a, r))
     return cases
 
 
 def test_issue_crashes_exit_2_with_one_line_as_real_commands(tmp_path):
     cases = issue_cases(random.Random(3))
-    cases.append(("ovo-bench", "[" * 100_000 + "]" * 100_000, {"backward": []}))  # deep nesting
-    cases.append(("streamingbench-po", '[{"questions": [', []))  # truncated
+    cases.append(("ovo_bench", "[" * 100_000 + "]" * 100_000, {"backward": []}))  # deep nesting
+    cases.append(("streamingbench_po", '[{"questions": [', []))  # truncated
     for k, (benchmark, anno, results) in enumerate(cases):
         paths = []
         for name, data in (("a", anno), ("p", results)):

@@ -6,8 +6,9 @@ import json
 
 import numpy as np
 
+from proactive_eval.benchmarks import get_benchmark
+from proactive_eval.benchmarks.streamingbench_po.format import PROACTIVE_TEMPLATE
 from proactive_eval.cli import main
-from proactive_eval.formats.streamingbench import PROACTIVE_TEMPLATE
 from proactive_eval.video import write_video
 
 
@@ -42,7 +43,7 @@ def test_ovo_official_protocol_clips_to_each_probe(tmp_path):
         return "B" if prompt.startswith("\nQuestion: q?") else f"{images(messages)} times"
 
     with FakeOpenAI(answer) as server:
-        argv = ["run", "--benchmark", "ovo-bench", "--annotations", str(tmp_path / "ovo.json"), "--video-root",
+        argv = ["run", "--benchmark", "ovo_bench", "--annotations", str(tmp_path / "ovo.json"), "--video-root",
                 str(tmp_path / "src"), "--policy", f"openai:m@{server.base_url}", "--out", str(tmp_path / "out")]  # fmt: skip
         assert main(argv) == 0
     results = json.loads((tmp_path / "out" / "ovo_bench_results.json").read_text())
@@ -73,7 +74,7 @@ def test_streamingbench_official_polling(tmp_path):
         return 'I output "go" now'
 
     with FakeOpenAI(answer) as server:
-        argv = ["run", "--benchmark", "streamingbench-po", "--annotations", str(tmp_path / "q.json"), "--policy",
+        argv = ["run", "--benchmark", "streamingbench_po", "--annotations", str(tmp_path / "q.json"), "--policy",
                 f"openai:m@{server.base_url}", "--out", str(tmp_path / "out")]  # fmt: skip
         assert main(argv) == 0
     results = json.loads((tmp_path / "out" / "streamingbench_po_results.json").read_text())
@@ -87,9 +88,9 @@ def test_streamingbench_official_polling(tmp_path):
 
 def test_streamingbench_proactive_protocol_reads_the_first_response(tmp_path):
     """A state-token policy speaking at its own time: the answer is its first response, at that frame's time."""
-    from proactive_eval.formats.streamingbench import load_streamingbench_po
-    from proactive_eval.metrics.streamingbench import score_streamingbench_po
-    from proactive_eval.stream_bench_run import run_po_proactive
+    from proactive_eval.benchmarks.streamingbench_po.format import load_streamingbench_po
+    from proactive_eval.benchmarks.streamingbench_po.metric import score_streamingbench_po
+    from proactive_eval.benchmarks.streamingbench_po.run import run_po_proactive
 
     class SpeaksAt:
         def __init__(self, at):
@@ -116,3 +117,16 @@ def test_streamingbench_proactive_protocol_reads_the_first_response(tmp_path):
     assert score_streamingbench_po(entries, "M")["tasks"]["Proactive Output"]["answer_correct"] == 1
     silent = run_po_proactive(SpeaksAt(99.0), bench, 0)
     assert silent["answered"] is False and silent["dialog_history"][-1]["time"] == 12
+
+    # the same through the registry, as a generic evaluator runs it: item, official results, summary, metrics
+    po = get_benchmark("streamingbench_po")
+    assert po.items(bench) == [("question-0", 0)] and "proactive" in po.policy_protocols
+    item = po.run_item(SpeaksAt(6.0), bench, 0, "proactive")
+    assert item == {"index": 0, "output": output}
+    official = po.results(bench, [item])
+    assert official[0]["questions"][0][po.results_model] == output
+    summary = po.summary(bench, official, model=po.results_model)
+    assert summary["tasks"] == {"Proactive Output": {"time_accuracy": 1.0, "answer_accuracy": 1.0}}
+    assert po.metrics(summary) == {
+        "Proactive Output/time_accuracy": 1.0, "Proactive Output/answer_accuracy": 1.0, "frames_per_s": 0.0
+    }  # fmt: skip

@@ -15,11 +15,11 @@ import time
 
 import pytest
 
+from proactive_eval.benchmarks.streamingbench_po.format import hms_seconds, load_streamingbench_po
+from proactive_eval.benchmarks.streamingbench_po.metric import score_streamingbench_po
+from proactive_eval.benchmarks.streamingbench_po.score import po_blind_floor, po_blind_results
 from proactive_eval.cli import main
-from proactive_eval.formats.streamingbench import hms_seconds, load_streamingbench_po
-from proactive_eval.metrics.streamingbench import score_streamingbench_po
 from proactive_eval.records import EpisodeError
-from proactive_eval.stream_bench_score import po_blind_floor, po_blind_results
 from tests.eval.test_ovo_bench import make_annotations
 from tests.eval.test_ovo_bench import make_results as make_ovo_results
 from tests.eval.test_streamingbench import make_questions, one, stamp
@@ -85,11 +85,11 @@ def honest_gold(records: list[dict], item: dict) -> str:
 
 def test_ovo_results_file_changes_the_score_only_through_its_responses(tmp_path, ovo):
     records, honest = ovo
-    assert score(tmp_path, "ovo-bench", records, honest)[0] == 0
+    assert score(tmp_path, "ovo_bench", records, honest)[0] == 0
     expected = json.loads((tmp_path / "r" / "results.json").read_text())
     assert expected["ignored"] == {"unknown_ids": 0, "duplicates": 0, "gold_differs": 0, "extra_probes": 0}
     for name, (forged, ignored) in _ovo_attacks(records, honest).items():
-        rc, report = score(tmp_path, "ovo-bench", records, forged)
+        rc, report = score(tmp_path, "ovo_bench", records, forged)
         assert rc == 0, name
         assert {k: report[k] for k in SCORES} == {k: expected[k] for k in SCORES}, name
         assert report["ignored"] == {**expected["ignored"], **ignored}, name
@@ -105,8 +105,8 @@ def test_ovo_the_issue_attack_no_longer_lifts_the_score(tmp_path):
                            for k in range(6)]}  # fmt: skip
     forged = copy.deepcopy(honest)
     forged["realtime"] += [{"id": 100 + k, "task": "OCR", "response": "B", "ground_truth": "B"} for k in range(100)]
-    assert score(tmp_path, "ovo-bench", records, honest)[1]["categories"]["realtime"] == pytest.approx(500 / 6)
-    rc, report = score(tmp_path, "ovo-bench", records, forged)
+    assert score(tmp_path, "ovo_bench", records, honest)[1]["categories"]["realtime"] == pytest.approx(500 / 6)
+    rc, report = score(tmp_path, "ovo_bench", records, forged)
     assert report["categories"]["realtime"] == pytest.approx(500 / 6) and report["ignored"]["unknown_ids"] == 100
     assert report["coverage"] == {"expected": 6, "answered": 6, "missing": 0}
 
@@ -115,7 +115,7 @@ def test_ovo_a_results_file_of_other_ids_is_an_error(tmp_path, ovo, capsys):
     records, honest = ovo
     for item in honest["backward"] + honest["realtime"] + honest["forward"]:
         item["id"] = f"other-{item['id']}"
-    assert score(tmp_path, "ovo-bench", records, honest)[0] == 2
+    assert score(tmp_path, "ovo_bench", records, honest)[0] == 2
     assert "none of its" in capsys.readouterr().err
 
 
@@ -131,7 +131,7 @@ def po():
 
 def test_po_results_file_changes_the_score_only_through_its_responses(tmp_path, po):
     entries, honest = po
-    assert score(tmp_path, "streamingbench-po", entries, honest)[0] == 0
+    assert score(tmp_path, "streamingbench_po", entries, honest)[0] == 0
     expected = json.loads((tmp_path / "r" / "results.json").read_text())
     assert expected["ignored"] == {"unknown_ids": 0, "duplicates": 0, "gold_differs": 0}
     questions = [q for e in honest for q in e["questions"]]
@@ -145,7 +145,7 @@ def test_po_results_file_changes_the_score_only_through_its_responses(tmp_path, 
     pairs = zip((q for e in forged for q in e["questions"]), questions)
     rewritten = sum(any(f[k] != h[k] for k in gold) for f, h in pairs)
     assert rewritten > 5
-    rc, report = score(tmp_path, "streamingbench-po", entries, forged)
+    rc, report = score(tmp_path, "streamingbench_po", entries, forged)
     assert rc == 0 and report["tasks"] == expected["tasks"] and report["stats"] == expected["stats"]
     assert report["ignored"] == {"unknown_ids": 0, "duplicates": 0, "gold_differs": rewritten}
 
@@ -156,7 +156,7 @@ def test_po_results_file_changes_the_score_only_through_its_responses(tmp_path, 
     forged.append(
         {"video_path": "./videos/other.mp4", "questions": [dict(right, question=f"q{k}") for k in range(20)]}
     )
-    rc, report = score(tmp_path, "streamingbench-po", entries, forged)
+    rc, report = score(tmp_path, "streamingbench_po", entries, forged)
     assert rc == 0 and report["tasks"] == expected["tasks"] and report["stats"] == expected["stats"]
     assert report["ignored"] == {"unknown_ids": 20, "duplicates": 20, "gold_differs": 0}
     assert report["coverage"] == expected["coverage"] and report["coverage"]["missing"] >= 0
@@ -166,7 +166,7 @@ def test_po_results_file_changes_the_score_only_through_its_responses(tmp_path, 
 def test_po_outputs_in_the_annotation_file_are_not_scored(tmp_path, po):
     """A results file given as --annotations: its own outputs are not the predictions'."""
     entries, honest = po
-    rc, report = score(tmp_path, "streamingbench-po", honest, entries, "--model", "M")
+    rc, report = score(tmp_path, "streamingbench_po", honest, entries, "--model", "M")
     assert rc == 0 and report["coverage"]["answered"] == 0 and report["tasks"] == {}
 
 
@@ -226,7 +226,7 @@ def test_blind_floor_of_a_day_long_span_is_fast_and_absurd_stamps_are_refused(tm
             load_streamingbench_po(tmp_path / "q.json")
     entries[0]["questions"][0].update(ground_truth_time_stamp="9999999:00:00", M={})
     start = time.perf_counter()
-    assert score(tmp_path, "streamingbench-po", one(None, truth="9999999:00:00"), entries)[0] == 2
+    assert score(tmp_path, "streamingbench_po", one(None, truth="9999999:00:00"), entries)[0] == 2
     assert time.perf_counter() - start < 20 and "within 24 h" in capsys.readouterr().err
 
 
@@ -237,11 +237,11 @@ def test_a_file_of_the_other_benchmark_is_named(tmp_path, capsys, ovo, po):
     records, ovo_results = ovo
     entries, po_results = po
     cases = [
-        ("ovo-bench", entries, ovo_results, "looks like a StreamingBench file.*--benchmark streamingbench-po"),
-        ("streamingbench-po", records, po_results, "looks like an OVO-Bench annotation file.*--benchmark ovo-bench"),
-        ("ovo-bench", records, po_results, "looks like a StreamingBench file: use --benchmark streamingbench-po"),
-        ("streamingbench-po", entries, ovo_results, "looks like an OVO-Bench results file: use --benchmark ovo-bench"),
-        ("ovo-bench", ovo_results, ovo_results, "looks like an OVO-Bench results file: pass it as --predictions"),
+        ("ovo_bench", entries, ovo_results, "looks like a StreamingBench file.*--benchmark streamingbench_po"),
+        ("streamingbench_po", records, po_results, "looks like an OVO-Bench annotation file.*--benchmark ovo_bench"),
+        ("ovo_bench", records, po_results, "looks like a StreamingBench file: use --benchmark streamingbench_po"),
+        ("streamingbench_po", entries, ovo_results, "looks like an OVO-Bench results file: use --benchmark ovo_bench"),
+        ("ovo_bench", ovo_results, ovo_results, "looks like an OVO-Bench results file: pass it as --predictions"),
     ]
     for benchmark, anno, results, message in cases:
         capsys.readouterr()
@@ -257,7 +257,7 @@ def test_score_says_where_it_wrote_results_json(tmp_path, ovo):
     (tmp_path / "p.json").write_text(json.dumps(results))
     out = tmp_path / "run 1"
     proc = subprocess.run(
-        [sys.executable, "-m", "proactive_eval.cli", "score", "--benchmark", "ovo-bench", "--annotations",
+        [sys.executable, "-m", "proactive_eval.cli", "score", "--benchmark", "ovo_bench", "--annotations",
          str(tmp_path / "a.json"), "--predictions", str(tmp_path / "p.json"), "--out", str(out)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -178,7 +178,7 @@ def test_openai_policy_against_the_fake_server(tmp_path):
 
     from PIL import Image
 
-    from proactive_eval.openai_policy import OpenAIChatPolicy
+    from proactive_eval.common.openai_policy import OpenAIChatPolicy
     from tests.support.fake_openai import FakeOpenAI
 
     def answer(messages):

@@ -9,11 +9,16 @@ from collections import defaultdict
 
 import pytest
 
+from proactive_eval.benchmarks.streamingbench_po.format import (
+    hms_seconds,
+    load_streamingbench_po,
+    poll_query,
+    said_yes,
+)
+from proactive_eval.benchmarks.streamingbench_po.metric import score_streamingbench_po
+from proactive_eval.benchmarks.streamingbench_po.score import po_blind_floor
 from proactive_eval.cli import main
-from proactive_eval.formats.streamingbench import hms_seconds, load_streamingbench_po, poll_query, said_yes
-from proactive_eval.metrics.streamingbench import score_streamingbench_po
 from proactive_eval.records import EpisodeError
-from proactive_eval.stream_bench_score import po_blind_floor
 
 # ---- a literal transcription of the authors' count.py (task "proactive"; crashes included) -----------
 
@@ -196,13 +201,13 @@ def test_blind_floor_fits_one_delay():
     assert floor["tasks"]["Proactive Output"] == {"time_accuracy": 1.0, "answer_accuracy": 1.0}
 
 
-def test_cli_score_writes_results_json(tmp_path):
+def test_cli_score_writes_results_json(tmp_path, capsys):
     rng = random.Random(3)
     entries = make_questions(rng)
     results = make_results(rng, entries, "MiniCPM-V")
     (tmp_path / "q.json").write_text(json.dumps(entries))
     (tmp_path / "r.json").write_text(json.dumps(results))
-    argv = ["score", "--benchmark", "streamingbench-po", "--annotations", str(tmp_path / "q.json")]
+    argv = ["score", "--benchmark", "streamingbench_po", "--annotations", str(tmp_path / "q.json")]
     assert main(argv + ["--predictions", str(tmp_path / "r.json"), "--out", str(tmp_path / "out")]) == 0
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     expected = official_count(results, "MiniCPM-V")
@@ -210,6 +215,9 @@ def test_cli_score_writes_results_json(tmp_path):
         assert report["tasks"][task] == {k: stats[k] for k in ("time_accuracy", "answer_accuracy")}
     assert report["model"] == "MiniCPM-V" and report["speed"]["calls"] > 0
     assert report["coverage"]["expected"] == sum(len(e["questions"]) for e in entries)
+    capsys.readouterr()
+    assert main(["baseline", "--benchmark", "streamingbench_po", "--annotations", str(tmp_path / "q.json")]) == 0
+    assert json.loads(capsys.readouterr().out)["blind_floor"] == report["blind_floor"]
     results[0]["questions"][0]["Other"] = {}  # two models: --model must name one
     (tmp_path / "r.json").write_text(json.dumps(results))
     assert main(argv + ["--predictions", str(tmp_path / "r.json")]) == 2

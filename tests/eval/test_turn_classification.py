@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from proactive_eval.benchmarks.p3i.metric import score_prs
 from proactive_eval.episodes import Episode
-from proactive_eval.metrics import score_prs
 from proactive_eval.predictions import load_predictions
 from proactive_eval.streaming import ScriptedPolicy, run_streaming
 from proactive_rewards import Response, Target, intervention_reward, outputs_of, parse_turns

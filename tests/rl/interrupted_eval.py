@@ -14,8 +14,8 @@ import os
 import signal
 import sys
 
-import proactive_eval.environments as environments
-import proactive_eval.oeg as oeg
+import proactive_eval.benchmarks.proactivebench.environments as environments
+import proactive_eval.benchmarks.proactivebench.oeg as oeg
 import proactive_rl.evaluation.proactivebench as proactivebench
 from proactive_rl.cli import main
 

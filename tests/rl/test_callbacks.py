@@ -21,6 +21,7 @@ import yaml
 from proactive_rl.evaluation import (
     EvalCallbackConfig,
     EvaluationFailed,
+    Evaluator,
     build_evaluators,
     evaluate_model,
 )
@@ -83,7 +84,7 @@ def tiny():
 
 def oracle_everywhere(monkeypatch):
     """The model's decisions replaced by the synthetic oracle (streaming) and the environments' oracle (MCQA)."""
-    import proactive_eval.environments as environments
+    import proactive_eval.benchmarks.proactivebench.environments as environments
     from proactive_rl.synthetic import OraclePolicy, oracle_policy
 
     monkeypatch.setattr("proactive_rl.evaluation.policy.model_policy", lambda *a, **k: OraclePolicy())
@@ -111,6 +112,52 @@ def oracle_everywhere(monkeypatch):
 def test_bad_config_names_the_field(raw, message):
     with pytest.raises(ValueError, match="eval_callback") as info:
         EvalCallbackConfig.from_dict(raw)
+    assert message in str(info.value)
+
+
+def test_each_type_reads_its_entry_into_its_own_config_class(tmp_path):
+    from proactive_rl.evaluation import BenchmarkConfig, EvaluatorConfig, MCQAConfig, PAUCConfig, PRSConfig
+
+    annotations = tmp_path / "ovo.json"
+    annotations.write_text("[]")  # read when evaluated; parsing checks that the file exists
+    ovo = {"type": "ovo_bench", "annotations": str(annotations)}
+    by_path = {"type": f"{__name__}.ByPath"}
+    config = EvalCallbackConfig.from_dict({"evaluators": [prs_eval(), pauc_eval(), MCQA, ovo, by_path]})
+    prs, pauc, mcqa, bench, user = config.evaluators
+    assert [type(c) for c in config.evaluators] == [
+        PRSConfig,
+        PAUCConfig,
+        MCQAConfig,
+        BenchmarkConfig,
+        EvaluatorConfig,
+    ]
+    assert prs.alpha == 0.05 and not hasattr(pauc, "alpha") and pauc.judge == {"type": "rule", "kind": "token_f1"}
+    assert mcqa.protocol == "filtered" and not hasattr(mcqa, "judge") and not hasattr(mcqa, "episodes")
+    assert (bench.name, bench.protocol, bench.video_root) == ("ovo_bench", "streaming", None)  # its first protocol
+    assert (user.name, user.max_new_tokens) == ("ByPath", 16)
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (prs_eval(protocol="official"), "unknown keys ['protocol']"),
+        (pauc_eval() | {"alpha": 0.1}, "(`alpha` is a field of prs evaluators)"),
+        (MCQA | {"judge": {"type": "rule"}}, "(`judge` is a field of prs / pauc / oeg evaluators)"),
+        ({"type": "mcqa", "enviroments": []}, "`enviroments`: did you mean `environments`?"),
+        ({"type": "ovo_bench", "anotations": "x.json"}, "`anotations`: did you mean `annotations`?"),
+        ({"type": "ovo_bench", "annotations": "x.json", "hint": True}, "(`hint` is a field of mcqa / oeg evaluators)"),
+        ({"type": "ovo_bench"}, "evaluators[0].annotations: the official annotation file is needed"),
+        (
+            {"type": "ovo_bench", "annotations": __file__, "protocol": "proactive"},
+            "expected one of streaming, official",
+        ),
+        ({"name": "x"}, "evaluators[0]: missing ['type']"),
+        ({"type": f"{__name__}.ByPath", "episodes": []}, "expected some of ['max_items', 'max_new_tokens', 'name',"),
+    ],
+)
+def test_a_key_is_checked_against_its_own_types_fields(entry, message):
+    with pytest.raises(ValueError, match="eval_callback") as info:
+        EvalCallbackConfig.from_dict({"evaluators": [entry]})
     assert message in str(info.value)
 
 
@@ -322,3 +369,7 @@ def test_judge_down_then_back(tmp_path, monkeypatch, one_thread):
     second = json.loads((out / "checkpoint-4" / "eval" / "results.json").read_text())
     assert second["complete"] and second["metrics"]["pauc/pauc_w0.5"] == pytest.approx(100.0)
     assert [r["complete"] for r in ours.history] == [False, True]
+
+
+class ByPath(Evaluator):
+    """A user evaluator named by import path, with no config class of its own (the base fields)."""

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from proactive_eval.baseline import blind_prs_summary
+from proactive_eval.benchmarks.p3i.blind import blind_prs_summary
 from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model
 
 SHORT = {"duration": [10, 10]}
@@ -55,7 +55,7 @@ def test_prs_evaluator_reports_the_blind_row_and_the_swap(tiny, monkeypatch, tmp
     # the oracle reads the episode's ground truth, not its frames: swapping them changes nothing
     assert m["prs/prs_b"] == m["prs/prs_b_swap"] == m["prs/prs_b_freeze"] == pytest.approx(100.0)
     assert m["prs/vision_gain_prs_b"] == 0.0 and m["prs/atomic/vision_gain_prs_b"] == 0.0
-    # the blind row is the blind schedule of proactive_eval.baseline, scored by the evaluator's scorer
+    # the blind row is the blind schedule of proactive_eval.benchmarks.p3i.blind, scored by the evaluator's scorer
     expected = blind_prs_summary(evaluator.items())
     assert (
         m["prs/blind_prs_b"] == expected["overall"]["prs_b"] and m["prs/blind_prs_u"] == expected["overall"]["prs_u"]
@@ -146,7 +146,7 @@ def test_training_callback_logs_the_blind_row_and_the_vision_gain(tmp_path):
 
 
 def test_mcqa_evaluator_reports_the_blind_policy_and_the_swap(tiny, monkeypatch, tmp_path):
-    from proactive_eval.baseline_mcqa import blind_mcqa_summary
+    from proactive_eval.benchmarks.proactivebench.blind import blind_mcqa_summary
 
     # a constant answer: the same option whatever the image, so swapping the images changes nothing
     monkeypatch.setattr("proactive_rl.evaluation.policy.mcqa_answer_fn", lambda *a, **k: lambda obs, hint: "A.")

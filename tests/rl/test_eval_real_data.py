@@ -5,7 +5,7 @@
 - intervention PRS in the callback credits "please stop" against "stop" with the reward's token-F1 (2/3), and asks
   the judge when one is configured.
 
-The numbers are checked against references that do not use the evaluator: `proactive_eval.metrics.score_prs` over
+The numbers are checked against references that do not use the evaluator: `proactive_eval.benchmarks.p3i.metric.score_prs` over
 the predictions file the run wrote (4 episodes), and the synthetic oracle, which answers every target on time
 (PRS 100, docs/spec.md §4).
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from proactive_eval.benchmarks.p3i.metric import score_prs
 from proactive_eval.episodes import load_episodes
-from proactive_eval.metrics import score_prs
 from proactive_eval.predictions import load_predictions
 from proactive_eval.streaming import ScriptedPolicy
 from proactive_eval.video import write_video

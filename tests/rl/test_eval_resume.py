@@ -248,7 +248,7 @@ class Killed(BaseException):
 def test_mcqa_swap_counterfactual_resumes_with_its_environment(world, tmp_path, monkeypatch):
     """An environment is stored with its swap run or not at all: killed between an environment's own run and its
     swap run, the restart plays both again, and the outcomes equal an uninterrupted run's."""
-    import proactive_eval.environments as environments
+    import proactive_eval.benchmarks.proactivebench.environments as environments
     import proactive_rl.evaluation.proactivebench as proactivebench
     from proactive_rl.evaluation import EvalCallbackConfig, build_evaluators, evaluate_model
     from proactive_rl.models import load_model

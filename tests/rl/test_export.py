@@ -9,9 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from proactive_eval.environments import load_environments, proactivebench_summary, run_environment
+from proactive_eval.benchmarks.proactivebench.environments import (
+    load_environments,
+    proactivebench_summary,
+    run_environment,
+)
+from proactive_eval.benchmarks.proactivebench.format import load_proactivebench
 from proactive_eval.episodes import TASKS, load_episodes
-from proactive_eval.formats.proactivebench import load_proactivebench
 from proactive_eval.streaming import run_episode
 from proactive_eval.video import iter_frames, sample_times
 from proactive_rewards import prs_score

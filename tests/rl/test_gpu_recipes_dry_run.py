@@ -117,7 +117,7 @@ def test_llava_next_recipe_takes_a_grpo_step_on_the_tiny_model(tmp_path, tiny_ch
         trainer.train()
     finally:
         hook.remove()
-    # A 64 px frame: 4 base + 4 x 4 high-res + 4 row-end features per image (proactive_rl.models.tiny_llava_next).
+    # A 64 px frame: 4 base + 4 x 4 high-res + 4 row-end features per image (models/families/llava_next/tiny.py).
     assert seen and all(tokens == 24 * images for tokens, images in seen), seen
     moved = {n.split(".")[3] for n, p in trainer.model.named_parameters() if "lora_B" in n and p.any()}
     assert moved == {"language_model", "vision_tower"}  # q_proj/k_proj exist in both (see the recipe)

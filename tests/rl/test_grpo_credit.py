@@ -1,8 +1,10 @@
-"""Per-decision credit and dynamic sampling in streaming GRPO (docs/spec.md §8).
+"""Per-decision credit and dynamic sampling in streaming GRPO (docs/spec.md §8): the experimental trainer
+(`proactive_rl.experimental`, ``trainer: grpo_streaming_experimental``).
 
 References: the worked example of docs/spec.md §8 computed by hand (G = 4, three window steps), TRL's own loss with
-its ``(B,)`` advantages for the ``trajectory`` path, and the estimator's definition re-applied to the trainer's real
-rollouts. Dynamic sampling is checked with a reward that gives one task's groups no spread.
+its ``(B,)`` advantages for the ``trajectory`` path of the stable trainer, and the estimator's definition re-applied to
+the trainer's real rollouts. Dynamic sampling is checked with a reward that gives one task's groups no spread. A
+recipe of the stable trainer that sets one of these knobs is refused, naming the experimental trainer.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from proactive_rl.grpo.streaming.credit import (
+from proactive_rl.errors import InputError
+from proactive_rl.experimental.credit import (
     decision_advantages,
     split_fraction,
     step_advantages,
     token_values,
     turn_steps,
 )
-from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
+from proactive_rl.experimental.trainer import ExperimentalStreamingGRPOTrainer
 from proactive_rl.grpo.streaming.windows import build_windows
 
 # docs/spec.md §8, worked example: rewards (1, 0, 0, 0.6), scale_rewards "none" -> A = R - mean = (.6, -.4, -.4, .2)
@@ -85,11 +88,11 @@ def test_the_override_lays_each_turns_advantage_on_its_tokens():
         model=SimpleNamespace(training=True),
         args=SimpleNamespace(advantage="decision", decision_weight=1.0, decision_anchor="history"),
         accelerator=SimpleNamespace(process_index=0, gather=lambda t: t),
-        _rollout_turns=TURNS,
-        _rollout_token_steps=[turn_steps(m) for m in masks],
+        _credit_turns=TURNS,
+        _credit_token_steps=[turn_steps(m) for m in masks],
         _metrics={"train": {"credit/split_decisions": []}},
     )
-    got = StreamingOverridesMixin._token_advantages(stub, torch.tensor(A), 8)
+    got = ExperimentalStreamingGRPOTrainer._token_advantages(stub, torch.tensor(A), 8)
     d = D
     expected = torch.tensor(
         [
@@ -117,10 +120,16 @@ def windows():
     return build_windows(eps, lead_s=2, tail_s=1, max_window_s=4, prefix_s=2)
 
 
-def make_trainer(model, processor, windows, tmp_path, **overrides):
+def make_trainer(model, processor, windows, tmp_path, experimental=None, **overrides):
+    """The stable trainer, or the experimental one when `experimental` is set (by default: when a knob of it is)."""
+    from proactive_rl.experimental.config import ExperimentalStreamingGRPOConfig
     from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
     from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
 
+    if experimental is None:
+        experimental = bool(set(overrides) & set(StreamingGRPOConfig.MOVED_FIELDS))
+    config = ExperimentalStreamingGRPOConfig if experimental else StreamingGRPOConfig
+    trainer = ExperimentalStreamingGRPOTrainer if experimental else StreamingGRPOTrainer
     kwargs = dict(
         output_dir=str(tmp_path),
         per_device_train_batch_size=4,
@@ -136,9 +145,9 @@ def make_trainer(model, processor, windows, tmp_path, **overrides):
         bf16=False,
     )
     reward_funcs = overrides.pop("reward_funcs", None)
-    return StreamingGRPOTrainer(
+    return trainer(
         model=model,
-        args=StreamingGRPOConfig(**{**kwargs, **overrides}),
+        args=config(**{**kwargs, **overrides}),
         windows=windows,
         processing_class=processor,
         reward_funcs=reward_funcs,
@@ -203,8 +212,19 @@ def test_trajectory_advantages_per_token_give_todays_loss(proactive, windows, tm
     assert abs(today.item() - per_token.item()) <= 1e-6
 
 
+def test_the_experimental_trainer_at_its_defaults_is_the_stable_one(proactive, windows, tmp_path):
+    """Same seed, same batch: the experimental trainer with every knob at its default gives the stable trainer's
+    rollouts and TRL's ``(B,)`` advantages, bit for bit."""
+    model, processor = proactive
+    rows = [windows[1].row()] * 4
+    stable, turns = scored_batch(make_trainer(model, processor, windows, tmp_path), rows)
+    default, turns_again = scored_batch(make_trainer(model, processor, windows, tmp_path, experimental=True), rows)
+    assert turns == turns_again and torch.equal(stable["completion_ids"], default["completion_ids"])
+    assert default["advantages"].shape == (4,) and torch.equal(stable["advantages"], default["advantages"])
+
+
 def test_config_checks_advantage_and_dynamic_sampling(tmp_path, monkeypatch):
-    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
+    from proactive_rl.experimental.config import ExperimentalStreamingGRPOConfig as StreamingGRPOConfig
 
     base = dict(output_dir=str(tmp_path), report_to="none", use_cpu=True, bf16=False, num_generations=2)
     with pytest.raises(ValueError, match="advantage: expected one of"):
@@ -238,3 +258,69 @@ def test_dynamic_sampling_refills_the_groups_without_spread(proactive, windows, 
     metrics = trainer._metrics["train"]
     assert metrics["rollout/zero_spread_groups"] == [1.0] and metrics["rollout/refilled_groups"][0] >= 1
     assert metrics["frac_reward_zero_std"][-1] == 0.0
+
+
+# --------------------------------------------------------------------------- which trainer has the knobs
+
+
+def test_the_stable_config_names_the_trainer_that_has_its_moved_knobs():
+    """`StreamingGRPOConfig.MOVED_FIELDS` lists exactly the fields the experimental config adds, and names a trainer
+    of the table whose parser has them."""
+    import dataclasses
+
+    from proactive_rl.experimental.config import ExperimentalStreamingGRPOConfig
+    from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
+    from proactive_rl.recipe_args import field_names
+    from proactive_rl.trainers import trainer_module
+
+    stable = {f.name for f in dataclasses.fields(StreamingGRPOConfig)}
+    added = {f.name for f in dataclasses.fields(ExperimentalStreamingGRPOConfig)} - stable
+    assert set(StreamingGRPOConfig.MOVED_FIELDS) == added
+    assert added == {"advantage", "decision_weight", "decision_anchor", "dynamic_sampling", "max_refills"}
+    for trainer in set(StreamingGRPOConfig.MOVED_FIELDS.values()):
+        assert added <= field_names(trainer_module(trainer).make_parser())
+
+
+def _tiny_recipe(tmp_path, **fields):
+    import yaml
+
+    from proactive_rl.shipped import shipped_path
+
+    recipe = yaml.safe_load(shipped_path("tiny/grpo_streaming.yaml").read_text())
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump({**recipe, "output_dir": str(tmp_path / "out"), **fields}))
+    return str(path)
+
+
+@pytest.mark.parametrize("knob", ["advantage: decision", "decision_anchor: step", "dynamic_sampling: true"])
+def test_a_stable_recipe_with_a_study_knob_is_told_the_trainer_that_has_it(knob, tmp_path):
+    import yaml
+
+    from proactive_rl.grpo.streaming.main import make_parser
+    from proactive_rl.recipe_args import parse_recipe
+
+    key, value = knob.split(": ")
+    path = _tiny_recipe(tmp_path, **{key: yaml.safe_load(value)})
+    with pytest.raises(InputError) as err:
+        parse_recipe(make_parser(), ["--config", path])
+    assert str(err.value) == (
+        f"{path}: `{key}` is a field of trainer `grpo_streaming_experimental`, not of this one: "
+        "set `trainer: grpo_streaming_experimental` in the recipe"
+    )
+    with pytest.raises(InputError, match=r"command line: `--max_refills` is a field of trainer "):
+        parse_recipe(make_parser(), ["--config", _tiny_recipe(tmp_path), "--max_refills", "1"])
+
+
+def test_the_study_variants_parse_with_the_experimental_trainer(tmp_path):
+    """`proactive-rl train` dispatches ``trainer: grpo_streaming_experimental`` to `proactive_rl.experimental`, whose
+    parser takes every variant of the credit study (benchmarks/grpo_credit.py) over the tiny recipe."""
+    from benchmarks.grpo_credit import TRAINER, VARIANTS
+    from proactive_rl.recipe_args import parse_recipe
+    from proactive_rl.trainers import recipe_trainer, trainer_module
+
+    for name, fields in VARIANTS.items():
+        path = _tiny_recipe(tmp_path, trainer=TRAINER, **fields)
+        assert recipe_trainer(["--config", path]) == TRAINER
+        script, training, _ = parse_recipe(trainer_module(TRAINER).make_parser(), ["--config", path])
+        assert script.trainer == TRAINER, name
+        assert {key: getattr(script, key, getattr(training, key, None)) for key in fields} == fields, name

@@ -1,4 +1,5 @@
-"""Per-decision advantages with 2 processes (ZeRO-3 on CPU), a group spanning the ranks (docs/spec.md §8).
+"""Per-decision advantages with 2 processes (ZeRO-3 on CPU), a group spanning the ranks (docs/spec.md §8; the
+experimental trainer, `proactive_rl.experimental`).
 
 One row per rank and G = 2: each group's two rollouts are played on different ranks, so a decision's anchor group
 is only known after the ranks' turns are gathered. Each rank records the gathered turns and trajectory advantages
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from proactive_rl.grpo.streaming.credit import step_advantages
+from proactive_rl.experimental.credit import step_advantages
 from tests.support.launching import launch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = r"""
 import json, os, sys
 from proactive_rl.evaluation.shutdown import exit_launched
-from proactive_rl.grpo.streaming import trl_overrides
-from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
-from proactive_rl.grpo.streaming.trainer import StreamingGRPOTrainer
+from proactive_rl.experimental import trainer as experimental
+from proactive_rl.experimental.config import ExperimentalStreamingGRPOConfig
+from proactive_rl.experimental.trainer import ExperimentalStreamingGRPOTrainer
 from proactive_rl.grpo.streaming.windows import build_windows
 from proactive_rl.models import build_tiny
 from proactive_rl.synthetic import generate_episodes
@@ -36,27 +37,27 @@ out_dir = sys.argv[1]
 episodes = generate_episodes("accident", 2, seed=3, duration=(10, 12))
 windows = build_windows(episodes, lead_s=2, tail_s=1, max_window_s=4, prefix_s=2)
 calls = []
-real = trl_overrides.step_advantages
+real = experimental.step_advantages
 def recording(turns, advantages, group_size, mode, weight, anchor):
     out = real(turns, advantages, group_size, mode, weight, anchor)
     calls.append({"turns": turns, "advantages": advantages, "per_step": out})
     return out
-trl_overrides.step_advantages = recording
+experimental.step_advantages = recording
 kept = []
-real_values = trl_overrides.token_values
+real_values = experimental.token_values
 def keeping(per_step, token_steps, width):
     kept.append(list(per_step))
     return real_values(per_step, token_steps, width)
-trl_overrides.token_values = keeping
+experimental.token_values = keeping
 
 model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
 model = proactive_stand_in(model, processor, respond=0.3)
-args = StreamingGRPOConfig(
+args = ExperimentalStreamingGRPOConfig(
     output_dir=out_dir, per_device_train_batch_size=1, num_generations=2, max_steps=2, max_turn_tokens=3,
     temperature=1.5, learning_rate=1e-3, logging_steps=1, report_to="none", save_strategy="no", bf16=False, seed=0,
     advantage="decision", ddp_backend="gloo",
 )
-trainer = StreamingGRPOTrainer(model=model, args=args, windows=windows, processing_class=processor)
+trainer = ExperimentalStreamingGRPOTrainer(model=model, args=args, windows=windows, processing_class=processor)
 trainer.train()
 rank = trainer.accelerator.process_index
 with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:

@@ -2,8 +2,10 @@
 
 Reference: the model's own full forward pass over the whole dialogue (it derives its positions and encodes every
 image itself), as in `tests/rl/test_streaming_engine.py`; fp32 on CPU, docs/spec.md §9's bound 1e-5. A toy family
-is registered from this test alone: a tiny Qwen2.5-VL renamed ``toy_vl``, whose adapter computes the 3-D positions
-with its own loop (Qwen2.5-VL's rule for images, written out) instead of the model's ``get_rope_index``.
+is added from this test alone, as a family's folder adds one (`proactive_rl/models/families/<family>/`): its adapter
+(a tiny Qwen2.5-VL renamed ``toy_vl``, whose positions are computed with its own loop -- Qwen2.5-VL's rule for
+images, written out -- instead of the model's ``get_rope_index``), its tiny builder and its chat template, registered
+with `register_family`; `build_tiny("toy_vl")` and the streaming engine then find it through the registry.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from proactive_rl.chat import generation_prompt_ids
 from proactive_rl.models import build_tiny, families
 from proactive_rl.models.families import ImageFeatures, ModelFamily, family_of, register_family
 from proactive_rl.streaming import SamplingParams, StreamingSession
@@ -22,11 +25,34 @@ QWEN_TURN = "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>frame 
 LLAVA_TURN = "[INST] <image>\nframe {t} [/INST]"
 
 
+# The toy's chat template: Qwen's turns, without a default system prompt.
+TOY_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for c in message['content'] %}"
+    "{% if c['type'] == 'image' or 'image' in c %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif 'text' in c %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_toy(size: str, seed: int = 0, state_tokens: bool = True):
+    """The toy's tiny builder: a tiny Qwen2.5-VL's weights and processor under the toy's name and template."""
+    model, processor = build_tiny("qwen2_5_vl", size, seed=seed, state_tokens=state_tokens)
+    model.config.model_type = "toy_vl"
+    processor.chat_template = TOY_TEMPLATE
+    return model, processor
+
+
 class ToyVLFamily(ModelFamily):
     """A Qwen2.5-VL model under another name, its positions computed here (not by the model)."""
 
     model_types = ("toy_vl",)
     image_key = "image_grid_thw"
+    tiny_arch = "toy_vl"
+
+    @classmethod
+    def build_tiny(cls, size, seed=0, state_tokens=True):
+        return build_toy(size, seed, state_tokens)
 
     @property
     def image_delimiters(self):
@@ -61,10 +87,10 @@ class ToyVLFamily(ModelFamily):
 
 @pytest.fixture
 def toy(monkeypatch):
+    """The registry as the library leaves it; the toy registered here is gone after the test."""
     monkeypatch.setattr(families, "FAMILIES", dict(families.FAMILIES))
-    model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
-    model.config.model_type = "toy_vl"
-    return model, processor
+    monkeypatch.setattr(families, "TINY_ARCHS", dict(families.TINY_ARCHS))
+    return build_toy("xs", seed=0)
 
 
 def play(session: StreamingSession, processor, turn: str, stop: int, n_turns: int, seed: int = 0) -> list:
@@ -92,8 +118,14 @@ def test_a_toy_family_added_through_its_adapter_streams_like_its_full_forward(to
     model, processor = toy
     with pytest.raises(TypeError, match="no registered model family"):
         StreamingSession(model, processor)
-    register_family(ToyVLFamily)
+    with pytest.raises(ValueError, match="unknown tiny-model arch 'toy_vl'"):
+        build_tiny("toy_vl")
+    register_family(ToyVLFamily)  # the one step outside the family's own code
     assert isinstance(family_of(model), ToyVLFamily)
+    model, processor = build_tiny("toy_vl", "xs", seed=0)  # through the registry
+    assert model.config.model_type == "toy_vl" and processor.chat_template == TOY_TEMPLATE
+    assert isinstance(family_of(model), ToyVLFamily)
+    assert generation_prompt_ids(processor) == processor.tokenizer("<|im_start|>assistant\n")["input_ids"]
     session = StreamingSession(model, processor, record_logits=True)
     stop = processor.tokenizer.convert_tokens_to_ids("<|im_end|>")
     frames = play(session, processor, QWEN_TURN, stop, n_turns=5)
@@ -102,6 +134,8 @@ def test_a_toy_family_added_through_its_adapter_streams_like_its_full_forward(to
     assert (session.logits() - reference).abs().max().item() <= TOL
     with pytest.raises(ValueError, match="already served"):
         register_family(type("Other", (ToyVLFamily,), {}))
+    with pytest.raises(ValueError, match="tiny arch 'toy_vl' is already built by ToyVLFamily"):
+        register_family(type("Other", (ToyVLFamily,), {"model_types": ("other_vl",)}))
 
 
 @pytest.mark.parametrize(
@@ -127,3 +161,22 @@ def test_every_family_streams_like_its_full_forward_alone_and_batched(arch, turn
     play(batched, processor, turn, stop, n_turns=4)
     assert batched.token_ids() == session.token_ids()
     assert (batched.logits() - session.logits()).abs().max().item() <= TOL
+
+
+def test_each_family_names_its_vision_tower_for_freezing():
+    """`freeze_vision_tower` freezes what the family names: Qwen-VL's vision transformer but not its merger(s),
+    LLaVA-NeXT's CLIP encoder but not its projector or image-newline row; the language model stays trainable. A
+    family that names none is refused."""
+    from proactive_rl.errors import InputError
+    from proactive_rl.training import freeze_vision_tower
+
+    for arch, tower, kept in [("qwen3_vl", "visual", ("merger",)), ("llava_next", "vision_tower", ())]:
+        model, _ = build_tiny(arch, "xs", seed=0)
+        assert freeze_vision_tower(model) > 0
+        frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
+        encoder = {n for n, _ in model.named_parameters() if f".{tower}." in n and not any(k in n for k in kept)}
+        assert frozen == encoder, arch
+    model, _ = build_tiny("qwen2_5_vl", "xs", seed=0)
+    model.config.model_type = "toy_vl"
+    with pytest.raises(InputError, match="no registered model family"):
+        freeze_vision_tower(model)

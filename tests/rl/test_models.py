@@ -240,7 +240,7 @@ def _variation(x: torch.Tensor) -> float:
 def test_the_tiny_processors_centre_pixels_on_the_worlds_background(arch):
     """With CLIP's statistics a frame of the synthetic world is a near-constant input (its patches differ from their
     mean by 4 % of its norm) and a model trained from scratch learns no vision; centred on the background they
-    differ by more than the mean itself (models/tiny.py, benchmarks/RESULTS.md)."""
+    differ by more than the mean itself (models/families/qwen2_5_vl/tiny.py, benchmarks/RESULTS.md)."""
     from proactive_rl.synthetic import generate_episodes, render_frames
     from proactive_rl.synthetic.world import BACKGROUND
 

@@ -197,11 +197,11 @@ def test_hint_and_rule_judge(tiny, tmp_path):
         ({"type": "oeg", "environments": [{"path": "x.jsonl"}], "hint": "yes"}, "evaluators[0].hint: a boolean"),
         (
             {"type": "prs", "episodes": [{"source": "synthetic", "task": "atomic", "num_episodes": 1}], "hint": True},
-            "'hint' and 'answer_letters_only' are for mcqa / oeg evaluators only",
+            "(`hint` is a field of mcqa / oeg evaluators)",
         ),
         (
             {"type": "oeg", "environments": [{"path": "x.jsonl", "dataset": "QD"}], "answer_letters_only": True},
-            "answer_letters_only: for mcqa evaluators only",
+            "(`answer_letters_only` is a field of mcqa evaluators)",
         ),
         (
             {"type": "mcqa", "environments": [{"kind": "corruption", "negatives": "medium"}]},

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from proactive_eval.coco_environment import COCOEnvironment
-from proactive_eval.environments import proactivebench_summary, run_environment
+from proactive_eval.benchmarks.proactivebench.coco import COCOEnvironment
+from proactive_eval.benchmarks.proactivebench.environments import proactivebench_summary, run_environment
 from proactive_rl.data.proactivebench.coco_records import iou
 from proactive_rl.data.proactivebench.negatives import lexical_similarity
 from proactive_rl.data.proactivebench.train_set import build_train_set, main

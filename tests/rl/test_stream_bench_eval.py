@@ -6,10 +6,11 @@ import json
 
 import pytest
 
+from proactive_eval.benchmarks.ovo_bench.format import load_ovo_bench
+from proactive_eval.benchmarks.ovo_bench.run import ovo_video_groups, run_ovo_group
 from proactive_eval.cli import main as eval_main
-from proactive_eval.formats.ovo_bench import load_ovo_bench
 from proactive_rl.evaluation import EvaluatorConfig, build_evaluators, evaluate_model
-from proactive_rl.evaluation.stream_bench import ClipPrompter, ovo_video_groups, run_ovo_group
+from proactive_rl.evaluation.stream_bench import ClipPrompter
 from proactive_rl.synthetic.streaming_benchmarks import export_streaming_benchmarks
 
 
@@ -69,11 +70,11 @@ def test_evaluators_write_official_results_the_scorer_reads(tiny, files, tmp_pat
     assert own["protocol"] == "proactive" and own["coverage"]["answered"] == 1
     assert results is not None
     # The official results files, unchanged, score the same through proactive-eval.
-    argv = ["score", "--benchmark", "streamingbench-po", "--annotations", files["streamingbench"], "--predictions",
+    argv = ["score", "--benchmark", "streamingbench_po", "--annotations", files["streamingbench"], "--predictions",
             str(tmp_path / "streamingbench_po" / "streamingbench_po_results.json"), "--out", str(tmp_path / "s")]  # fmt: skip
     assert eval_main(argv) == 0
     assert json.loads((tmp_path / "s" / "results.json").read_text())["tasks"] == po["tasks"]
-    argv = ["score", "--benchmark", "ovo-bench", "--annotations", files["ovo_bench"], "--predictions",
+    argv = ["score", "--benchmark", "ovo_bench", "--annotations", files["ovo_bench"], "--predictions",
             str(tmp_path / "ovo_bench" / "ovo_bench_results.json"), "--out", str(tmp_path / "o")]  # fmt: skip
     assert eval_main(argv) == 0
     assert json.loads((tmp_path / "o" / "results.json").read_text())["tasks"] == ovo["tasks"]

@@ -3,7 +3,11 @@
 import numpy as np
 import pytest
 
-from proactive_eval.environments import MCQAEnvironment, proactivebench_summary, run_environment
+from proactive_eval.benchmarks.proactivebench.environments import (
+    MCQAEnvironment,
+    proactivebench_summary,
+    run_environment,
+)
 from proactive_rl.synthetic import KINDS, abstain_policy, make_environments, oracle_policy
 from proactive_rl.synthetic.environments import ABSTAIN
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from proactive_eval.formats.ovo_bench import load_ovo_bench
-from proactive_eval.formats.streamingbench import load_streamingbench_po
-from proactive_eval.stream_bench_score import score_benchmark
+from proactive_eval.benchmarks.ovo_bench.format import load_ovo_bench
+from proactive_eval.benchmarks.streamingbench_po.format import load_streamingbench_po
+from proactive_eval.commands.benchmark import score_benchmark
 from proactive_rl.cli import main
 from proactive_rl.synthetic.generate import generate_episodes
 from proactive_rl.synthetic.streaming_benchmarks import (
@@ -51,7 +51,7 @@ def test_files_load_with_the_official_layout_and_score(tmp_path):
         for r in ovo.records
     ]  # fmt: skip
     (tmp_path / "res.json").write_text(json.dumps({"backward": [], "realtime": [], "forward": forward}))
-    report = score_benchmark("ovo-bench", tmp_path / "ovo_bench/ovo_bench_new.json", tmp_path / "res.json")
+    report = score_benchmark("ovo_bench", tmp_path / "ovo_bench/ovo_bench_new.json", tmp_path / "res.json")
     assert report["tasks"] == {"REC": 100.0, "SSR": 100.0, "CRR": 100.0} and report["overall"] is None
 
 

@@ -117,8 +117,8 @@ def write_release(folder: str | Path, seed: int = 0) -> Path:
     import torch
     from transformers import AutoTokenizer, Qwen2_5_VLForConditionalGeneration
 
-    from proactive_rl.models.templates import QWEN2_5_VL_CHAT_TEMPLATE
-    from proactive_rl.models.tiny import _build_config
+    from proactive_rl.models.families.qwen2_5_vl.template import CHAT_TEMPLATE
+    from proactive_rl.models.families.qwen2_5_vl.tiny import build_config
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -127,8 +127,8 @@ def write_release(folder: str | Path, seed: int = 0) -> Path:
     preprocessor = {**IMAGE_PROCESSOR, "image_processor_type": "Qwen2VLImageProcessor"}
     preprocessor["processor_class"] = "Qwen2_5_VLProcessor"
     (folder / "preprocessor_config.json").write_text(json.dumps(preprocessor, indent=2))
-    (folder / "chat_template.json").write_text(json.dumps({"chat_template": QWEN2_5_VL_CHAT_TEMPLATE}, indent=2))
-    config = _build_config("qwen2_5_vl", SIZES, AutoTokenizer.from_pretrained(folder))
+    (folder / "chat_template.json").write_text(json.dumps({"chat_template": CHAT_TEMPLATE}, indent=2))
+    config = build_config(SIZES, AutoTokenizer.from_pretrained(folder))
     config.text_config.vocab_size = VOCAB_ROWS
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -4,7 +4,7 @@ As the paper: keep images with a single annotated object; crop it so that the fi
 the object, toward one cardinal or ordinal direction or needing a zoom-out; offer the one or two camera moves
 that reveal it (plus an abstain option, shuffled); and four category options, the answer and three hard
 negatives (`proactive_rl.data.proactivebench.negatives`). Records are in the authors' format, so
-`proactive_eval.coco_environment.COCOEnvironment` plays them.
+`proactive_eval.benchmarks.proactivebench.coco.COCOEnvironment` plays them.
 
 Geometry (integer pixels, so the environment's step arithmetic is exact). The full view ``F`` is the object's
 box grown by ``margin`` of its size on each side (clipped to the image for camera moves). For a direction the
@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from proactive_eval.coco_environment import MOVE_OPTIONS, ZOOM_OPTION
+from proactive_eval.benchmarks.proactivebench.coco import MOVE_OPTIONS, ZOOM_OPTION
 
 CARDINAL = ("left", "right", "up", "down")
 ORDINAL = ("up_left", "up_right", "down_left", "down_right")

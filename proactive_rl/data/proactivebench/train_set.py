@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from proactive_eval.coco_environment import COCOEnvironment
-from proactive_eval.environments import ProactiveBenchEnvironment
+from proactive_eval.benchmarks.proactivebench.coco import COCOEnvironment
+from proactive_eval.benchmarks.proactivebench.environments import ProactiveBenchEnvironment
 from proactive_eval.records import read_records
 from proactive_rl.data.mcqa import environment_rows
 from proactive_rl.data.proactivebench.coco_records import CropSettings, coco_records

@@ -8,14 +8,14 @@ recipe fails before a model is loaded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from trl import GRPOConfig
 
+from proactive_rewards import ALPHA
 from proactive_rl.chat import DEFAULT_SYSTEM_PROMPT
 from proactive_rl.data import load_mixture, parse_mixture
 from proactive_rl.data.mixture import ON_ERROR, check_data_arguments
-from proactive_rl.grpo.streaming.credit import ADVANTAGES, ANCHORS
 from proactive_rl.grpo.streaming.windows import RolloutWindow, build_windows
 from proactive_rl.training import eval_callback_config
 
@@ -39,22 +39,22 @@ class StreamingGRPOConfig(GRPOConfig):
         rollout_batch_size (`int`, *optional*, defaults to `8`): rollout groups (windows, G rows each) of a rank's
             generation batch played in lockstep, one batched vision call and one batched language-model call per
             step (`proactive_rl.streaming.batch`; the same rollouts as one group after another, ``1``).
-        advantage (`str`, *optional*, defaults to `"trajectory"`): what a policy turn's tokens carry (docs/spec.md §8):
-            ``"trajectory"`` (TRL's group advantage of the window reward, on every token), ``"decision"`` (the
-            per-decision advantage from the rows that shared the turn's history, `proactive_rl.grpo.streaming.credit`)
-            or ``"mixed"`` (the first plus ``decision_weight`` times the second).
-        decision_weight (`float`, *optional*, defaults to `1.0`): the weight ``w`` of ``"mixed"``.
-        decision_anchor (`str`, *optional*, defaults to `"history"`): which rows share a state at a window step:
-            those whose earlier turns are identical (``"history"``) or the whole group (``"step"``: same frames).
-        dynamic_sampling (`bool`, *optional*, defaults to `False`): a group whose rewards have no spread (no gradient)
-            is replaced by a new window's group, rolled out on the same rank, up to ``max_refills`` rounds per
-            generation batch (``rollout/zero_spread_groups``, ``rollout/refilled_groups`` are logged).
-        max_refills (`int`, *optional*, defaults to `2`): rounds of refills per generation batch.
+
+    Every policy token carries TRL's group advantage of the window reward (docs/spec.md §8). The credit study's knobs
+    (``advantage``, ``decision_weight``, ``decision_anchor``, ``dynamic_sampling``, ``max_refills``) are fields of
+    the experimental trainer, ``trainer: grpo_streaming_experimental`` (`proactive_rl.experimental`,
+    docs/grpo_credit.md); a recipe of this trainer that sets one is told so (`MOVED_FIELDS`).
     """
+
+    # field -> the trainer whose recipes take it (read by `proactive_rl.recipe_args.check_keys` for its message)
+    MOVED_FIELDS: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("advantage", "decision_weight", "decision_anchor", "dynamic_sampling", "max_refills"),
+        "grpo_streaming_experimental",
+    )
 
     max_turn_tokens: int = field(default=16, metadata={"help": "Per-turn cap on decoded tokens."})
     reward_alpha: float = field(
-        default=0.05, metadata={"help": "Temporal decay α of the task rewards (docs/spec.md §4)."}
+        default=ALPHA, metadata={"help": "Temporal decay α of the task rewards (docs/spec.md §4)."}
     )
     reward_lambda: float = field(
         default=0.2, metadata={"help": "Penalty λ per extra/invalid output (docs/spec.md §7)."}
@@ -63,11 +63,6 @@ class StreamingGRPOConfig(GRPOConfig):
     system_prompt: str = field(default=DEFAULT_SYSTEM_PROMPT, metadata={"help": "The system turn."})
     frame_cache_size: int = field(default=64, metadata={"help": "Episodes whose frames stay in memory."})
     rollout_batch_size: int = field(default=8, metadata={"help": "Rollout groups played in lockstep."})
-    advantage: str = field(default="trajectory", metadata={"help": f"One of {ADVANTAGES} (docs/spec.md §8)."})
-    decision_weight: float = field(default=1.0, metadata={"help": "Weight of the decision advantage in 'mixed'."})
-    decision_anchor: str = field(default="history", metadata={"help": f"One of {ANCHORS} (docs/spec.md §8)."})
-    dynamic_sampling: bool = field(default=False, metadata={"help": "Refill groups whose rewards have no spread."})
-    max_refills: int = field(default=2, metadata={"help": "Refill rounds per generation batch."})
 
     def __post_init__(self):
         # the reward columns (task, targets) must reach the rewards
@@ -77,18 +72,6 @@ class StreamingGRPOConfig(GRPOConfig):
             raise ValueError(f"max_turn_tokens: must be >= 1, got {self.max_turn_tokens}")
         if self.rollout_batch_size < 1:
             raise ValueError(f"rollout_batch_size: must be >= 1, got {self.rollout_batch_size}")
-        if self.advantage not in ADVANTAGES:
-            raise ValueError(f"advantage: expected one of {ADVANTAGES}, got {self.advantage!r}")
-        if self.decision_anchor not in ANCHORS:
-            raise ValueError(f"decision_anchor: expected one of {ANCHORS}, got {self.decision_anchor!r}")
-        if self.max_refills < 0:
-            raise ValueError(f"max_refills: must be >= 0, got {self.max_refills}")
-        per_rank = self.generation_batch_size // max(self.world_size, 1)
-        if self.dynamic_sampling and per_rank % self.num_generations:
-            raise ValueError(
-                f"dynamic_sampling: each rank's generation batch ({per_rank} rows) must hold whole groups of "
-                f"num_generations={self.num_generations}, so that a rank can refill a group alone"
-            )
         if self.reward_on_error not in ON_ERROR:
             raise ValueError(f"reward_on_error: expected one of {ON_ERROR}, got {self.reward_on_error!r}")
         if self.use_vllm:
@@ -109,7 +92,7 @@ class StreamingGRPOScriptArguments:
 
     Args:
         trainer (`str`, *optional*, defaults to `"grpo_streaming"`): which trainer the `proactive-rl train` command
-            dispatches to (recipes name it so one command serves SFT and GRPO).
+            dispatches to (recipes name it so one command serves SFT and GRPO); `TRAINER`, the one of this class.
         dataset_mixture (`list`): training episode sources (`proactive_rl.data.mixture.DatasetSource`).
         eval_mixture (`list`, *optional*): held-out sources.
         register_tasks (`list[str]`, *optional*): user tasks to add to the task table before the data loads, by
@@ -129,6 +112,8 @@ class StreamingGRPOScriptArguments:
         eval_callback (`dict`, *optional*): evaluators run on the live model while training (on save / every N
             steps), as in SFT: `proactive_rl.evaluation.EvalCallbackConfig`.
     """
+
+    TRAINER: ClassVar[str] = "grpo_streaming"
 
     trainer: str = field(default="grpo_streaming", metadata={"help": "Trainer to dispatch to."})
     # user tasks by import path, registered before the data loads (proactive_rewards.load_tasks).
@@ -152,8 +137,8 @@ class StreamingGRPOScriptArguments:
     eval_callback: Any = field(default=None, metadata={"help": "Evaluators run while training."})
 
     def __post_init__(self):
-        if self.trainer != "grpo_streaming":
-            raise ValueError(f"trainer: this entry point runs 'grpo_streaming', got {self.trainer!r}")
+        if self.trainer != self.TRAINER:
+            raise ValueError(f"trainer: this entry point runs {self.TRAINER!r}, got {self.trainer!r}")
         check_data_arguments(self)
         if self.replay_mixture is not None:
             self.replay_mixture = parse_mixture(self.replay_mixture, "replay_mixture")

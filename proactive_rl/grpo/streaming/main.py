@@ -29,9 +29,13 @@ from proactive_rl.training import (
 
 
 def build_trainer(
-    script_args: StreamingGRPOScriptArguments, training_args: StreamingGRPOConfig, model_args: ModelConfig
+    script_args: StreamingGRPOScriptArguments,
+    training_args: StreamingGRPOConfig,
+    model_args: ModelConfig,
+    trainer_cls: type[StreamingGRPOTrainer] = StreamingGRPOTrainer,
 ) -> StreamingGRPOTrainer:
-    """Model (``tiny:<arch>:<size>``, a hub id or an SFT checkpoint directory), windows and trainer."""
+    """Model (``tiny:<arch>:<size>``, a hub id or an SFT checkpoint directory), windows and trainer (`trainer_cls`:
+    a subclass, e.g. `proactive_rl.experimental`'s)."""
     windows = script_args.windows(script_args.dataset_mixture)
     if script_args.expected_windows is not None and composition(windows) != dict(
         sorted(script_args.expected_windows.items())
@@ -50,7 +54,7 @@ def build_trainer(
         replay = StreamingReplay(
             model, processor, script_args.replay_mixture, script_args.replay_batch_size, seed=training_args.seed
         )
-    trainer = StreamingGRPOTrainer(
+    trainer = trainer_cls(
         model=model,
         args=training_args,
         windows=windows,

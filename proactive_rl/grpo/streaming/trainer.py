@@ -34,7 +34,6 @@ from proactive_rl.grpo.replay import ReplayLossMixin, StreamingReplay
 from proactive_rl.grpo.resume_state import ResumableGRPOMixin
 from proactive_rl.grpo.reward_guard import guard_rewards
 from proactive_rl.grpo.streaming.config import StreamingGRPOConfig
-from proactive_rl.grpo.streaming.credit import turn_steps
 from proactive_rl.grpo.streaming.rollout import rollout_window
 from proactive_rl.grpo.streaming.trl_overrides import StreamingOverridesMixin
 from proactive_rl.grpo.streaming.windows import RolloutWindow, composition
@@ -106,7 +105,6 @@ class StreamingGRPOTrainer(ReplayLossMixin, ResumableGRPOMixin, StreamingOverrid
         if not windows:
             raise ValueError("no rollout windows to train on (do the episodes have targets?)")
         self.windows = {w.id: w for w in [*windows, *(eval_windows or [])]}
-        self._train_window_ids = [w.id for w in windows]
         self._frames: OrderedDict[str, list] = OrderedDict()
         with warnings.catch_warnings():
             # rollout_func is marked experimental in TRL 1.16; it is the documented hook this trainer is built on
@@ -148,9 +146,9 @@ class StreamingGRPOTrainer(ReplayLossMixin, ResumableGRPOMixin, StreamingOverrid
         )
 
     def streaming_rollout(self, prompts: list[str]) -> dict:
-        """Roll every window of this rank's generation batch through the streaming engine (refilling the groups whose
-        rewards have no spread, with ``dynamic_sampling``); keep the batch's frames and turns for the overrides of
-        `proactive_rl.grpo.streaming.trl_overrides`, and return TRL's rollout dict."""
+        """Roll every window of this rank's generation batch through the streaming engine (`_roll_groups`); keep the
+        batch's frames and turns for the overrides of `proactive_rl.grpo.streaming.trl_overrides`, and return TRL's
+        rollout dict."""
         unknown = [p for p in prompts if p not in self.windows]
         if unknown:
             raise KeyError(f"rollout window {unknown[0]!r} is not among the trainer's windows")
@@ -164,28 +162,26 @@ class StreamingGRPOTrainer(ReplayLossMixin, ResumableGRPOMixin, StreamingOverrid
             ) as unwrapped,
             torch.no_grad(),
         ):
-            per_group = self._roll(unwrapped, groups)
-            if self.args.dynamic_sampling and self.model.training:
-                self._refill(unwrapped, groups, per_group)
+            per_group = self._roll_groups(unwrapped, groups)
         trajectories = [t for group in per_group for t in group]
         vision = self.family.image_inputs(self.processing_class, [image for t in trajectories for image in t.images])
         device = self.accelerator.device
         self._rollout_mm = {key: value.to(device) for key, value in vision.items()}
         self._rollout_mm["num_images"] = [len(t.images) for t in trajectories]
         self._rollout_turns = [t.texts for t in trajectories]
-        self._rollout_token_steps = [turn_steps(t.env_mask) for t in trajectories]
         self._log_rollouts(trajectories)
-        output = {
+        return {
             "prompt_ids": [t.prompt_ids for t in trajectories],
             "completion_ids": [t.completion_ids for t in trajectories],
             "logprobs": [t.logprobs for t in trajectories],
             "env_mask": [t.env_mask for t in trajectories],
             "times": [t.times for t in trajectories],
         }
-        if self.args.dynamic_sampling:  # TRL merges these into its inputs: a refilled group's rewards read its window
-            rows = [window.row() for window, n in groups for _ in range(n)]
-            output.update({key: [row[key] for row in rows] for key in rows[0]})
-        return output
+
+    def _roll_groups(self, unwrapped, groups: list[tuple[RolloutWindow, int]]) -> list[list]:
+        """The trajectories of the generation batch's ``(window, rows)`` groups, under the unwrapped model (a subclass
+        may replace groups, in place: the dynamic sampling of `proactive_rl.experimental`)."""
+        return self._roll(unwrapped, groups)
 
     def _roll(self, unwrapped, groups: list[tuple[RolloutWindow, int]]) -> list[list]:
         """The trajectories of each ``(window, rows)`` group, from whole model parameters."""
@@ -212,25 +208,6 @@ class StreamingGRPOTrainer(ReplayLossMixin, ResumableGRPOMixin, StreamingOverrid
             return [roll(k) for k in range(len(groups))]
         return batcher.map(range(len(groups)), roll, batch_size)
 
-    def _refill(self, unwrapped, groups: list, per_group: list) -> None:
-        """Dynamic sampling (docs/spec.md §8): replace, in place, each group whose rewards have no spread with a new
-        training window's group, up to ``max_refills`` rounds; log the fraction found and the groups refilled."""
-        flat = [k for k, (window, _) in enumerate(groups) if not _has_spread(self, window, per_group[k])]
-        found, refilled = len(flat), 0
-        for _ in range(self.args.max_refills):
-            if not flat:
-                break
-            picks = torch.randint(0, len(self._train_window_ids), (len(flat),)).tolist()
-            new = [(self.windows[self._train_window_ids[i]], groups[k][1]) for k, i in zip(flat, picks)]
-            for k, group, trajectories in zip(flat, new, self._roll(unwrapped, new)):
-                groups[k], per_group[k] = group, trajectories
-            refilled += len(flat)
-            flat = [k for k in flat if not _has_spread(self, groups[k][0], per_group[k])]
-        stats = torch.tensor([found / len(groups), refilled], dtype=torch.float32, device=self.accelerator.device)
-        stats = self.accelerator.gather(stats.unsqueeze(0))
-        self._metrics["train"]["rollout/zero_spread_groups"].append(stats[:, 0].mean().item())
-        self._metrics["train"]["rollout/refilled_groups"].append(stats[:, 1].sum().item())
-
     def _log_rollouts(self, trajectories) -> None:
         mode = "train" if self.model.training else "eval"
         stats = [[t.num_responses, len(t.texts), t.truncated] for t in trajectories]
@@ -249,28 +226,6 @@ def _groups(prompts: list[str]) -> list[tuple[str, int]]:
         else:
             runs.append((p, 1))
     return runs
-
-
-def _has_spread(trainer: StreamingGRPOTrainer, window: RolloutWindow, trajectories: list) -> bool:
-    """Whether a group's weighted rewards differ (a reward that raises here counts as spread: TRL's own call, right
-    after, applies ``reward_on_error``)."""
-    n = len(trajectories)
-    columns = {key: [value] * n for key, value in window.row().items() if key != "prompt"}
-    columns["times"] = [t.times for t in trajectories]
-    totals = [0.0] * n
-    for func, weight in zip(trainer.reward_funcs, trainer.reward_weights.tolist()):
-        try:
-            values = getattr(func, "fn", func)(
-                prompts=[window.id] * n,
-                completions=[t.texts for t in trajectories],
-                completion_ids=[t.completion_ids for t in trajectories],
-                trainer_state=trainer.state,
-                **columns,
-            )
-        except Exception:  # noqa: BLE001 - see the docstring
-            return True
-        totals = [total + weight * (value or 0.0) for total, value in zip(totals, values)]
-    return max(totals) - min(totals) > 1e-9
 
 
 def _streaming_rollout(prompts: list[str], trainer: StreamingGRPOTrainer) -> dict:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proactive_rl.evaluation import EvaluatorConfig, MCQAEvaluator, evaluate_model
+from proactive_rl.evaluation import MCQAConfig, MCQAEvaluator, evaluate_model
 from proactive_rl.grpo.suggestion.config import SuggestionScriptArguments
 
 
 def held_out_evaluator(script_args: SuggestionScriptArguments, max_new_tokens: int):
     """The MCQA evaluator (`proactive_rl.evaluation`) of the held-out environments: greedy ``acc`` / ``ps``
     (docs/spec.md §6) with the trainer's prompt (``hint``) and decoding (``answer_letters_only``)."""
-    config = EvaluatorConfig(
+    config = MCQAConfig(
         type="mcqa",
         name="mcqa",
         max_new_tokens=max_new_tokens,

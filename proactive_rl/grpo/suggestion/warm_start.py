@@ -32,7 +32,7 @@ from typing import Any
 
 from PIL import Image
 
-from proactive_eval.environments import MCQAObservation
+from proactive_eval.benchmarks.proactivebench.environments import MCQAObservation
 from proactive_rl.data.mcqa import environment_rows, letter_token_ids, mcqa_messages
 
 logger = logging.getLogger(__name__)

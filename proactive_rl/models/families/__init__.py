@@ -1,4 +1,9 @@
-"""One adapter per model family, looked up by ``config.model_type`` (docs/architecture.md, "A new model family").
+"""One folder per model family, one registry (docs/architecture.md, "A new model family").
+
+A family's folder (``families/<family>/``) holds all that is specific to it: its `ModelFamily` adapter, its
+processor's rules, its tiny model and its chat template. The registry finds a family by ``config.model_type``
+(`family_of`), by processor (`family_of_processor`) and by tiny-model arch (`tiny_family`); nothing outside the
+folders branches on the family.
 
 Example::
 
@@ -16,15 +21,23 @@ from .qwen2_5_vl import Qwen2_5_VLFamily
 from .qwen3_vl import Qwen3VLFamily
 
 FAMILIES: dict[str, type[ModelFamily]] = {}
+# tiny-model arch (`ModelFamily.tiny_arch`) -> family: what `proactive_rl.models.build_tiny` builds
+TINY_ARCHS: dict[str, type[ModelFamily]] = {}
 
 
 def register_family(family: type[ModelFamily]) -> type[ModelFamily]:
-    """Make `family` serve its `model_types` (usable as a class decorator); a model type already served is an error."""
+    """Make `family` serve its `model_types` and, with a `tiny_arch`, build that tiny model (usable as a class
+    decorator); a model type already served, or a tiny arch already built, by another family is an error."""
     taken = [t for t in family.model_types if t in FAMILIES and FAMILIES[t] is not family]
     if taken or not family.model_types:
         raise ValueError(f"{family.__name__}: model types {taken or '()'} are already served or none are given")
+    arch = family.tiny_arch
+    if arch is not None and TINY_ARCHS.get(arch, family) is not family:
+        raise ValueError(f"{family.__name__}: tiny arch {arch!r} is already built by {TINY_ARCHS[arch].__name__}")
     for model_type in family.model_types:
         FAMILIES[model_type] = family
+    if arch is not None:
+        TINY_ARCHS[arch] = family
     return family
 
 
@@ -45,4 +58,30 @@ def family_of(model: torch.nn.Module) -> ModelFamily:
     )
 
 
-__all__ = ["FAMILIES", "ImageFeatures", "ModelFamily", "family_of", "mm_token_types", "register_family"]
+def family_of_processor(processor) -> type[ModelFamily] | None:
+    """The first registered family whose processor `processor` is (`ModelFamily.serves_processor`), or None: the
+    chat renderer and the frame resizer ask it the processor's rules (image field, tokens per image, resize)."""
+    for family in dict.fromkeys(FAMILIES.values()):
+        if family.serves_processor(processor):
+            return family
+    return None
+
+
+def tiny_family(arch: str) -> type[ModelFamily]:
+    """The family that builds the tiny model `arch` (`proactive_rl.models.build_tiny`)."""
+    if arch not in TINY_ARCHS:
+        raise ValueError(f"unknown tiny-model arch {arch!r}; expected one of {', '.join(TINY_ARCHS)}")
+    return TINY_ARCHS[arch]
+
+
+__all__ = [
+    "FAMILIES",
+    "TINY_ARCHS",
+    "ImageFeatures",
+    "ModelFamily",
+    "family_of",
+    "family_of_processor",
+    "mm_token_types",
+    "register_family",
+    "tiny_family",
+]

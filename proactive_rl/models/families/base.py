@@ -4,6 +4,11 @@ The engine appends chunks of dialogue to a KV cache and must reproduce what the 
 over the whole sequence: the positions of a chunk's tokens, the features that replace its image placeholders, and
 the keyword arguments the model takes them back in. Those are the only things that differ between families; a
 `ModelFamily` answers them for one family, bound to the model's inner module (``core``) that owns its vision tower.
+
+The rest of what is family-specific is asked of the family too: its vision tower's parameters
+(`proactive_rl.training.freeze_vision_tower`), its tiny model (`tiny_arch`, `build_tiny`:
+`proactive_rl.models.build_tiny`), and, as class methods (the chat renderer and the frame resizer hold a processor,
+not a model), its processor's rules: the per-image field, tokens per image, the resize of a frame.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 import torch
 
 
@@ -48,8 +54,8 @@ class ModelFamily(ABC):
 
     Subclasses set `model_types` (the ``config.model_type`` values they serve), `image_key` and `core_methods`, and
     implement `positions` and `image_features`; the defaults suit a decoder with 1-D positions that takes image
-    features back through ``mm_encoder_outputs``. Register a subclass with
-    `proactive_rl.models.families.register_family`.
+    features back through ``mm_encoder_outputs``. A family with a tiny model sets `tiny_arch` and implements
+    `build_tiny`. Register a subclass with `proactive_rl.models.families.register_family`.
 
     Args:
         core (`torch.nn.Module`): the module found by `find_core` (owns ``get_image_features``).
@@ -60,6 +66,8 @@ class ModelFamily(ABC):
     image_key: ClassVar[str] = "image_grid_thw"
     # the attributes (methods, parameters) the module that `find_core` returns must have
     core_methods: ClassVar[tuple[str, ...]] = ("get_image_features",)
+    # the `proactive_rl.models.build_tiny` arch name of the family's tiny model; None: it has none
+    tiny_arch: ClassVar[str | None] = None
 
     def __init__(self, core: torch.nn.Module):
         self.core = core
@@ -123,6 +131,54 @@ class ModelFamily(ABC):
         """Whether a chunk with `images` must run through the wrapper's ``forward`` (features the language model alone
         does not take, e.g. Qwen3-VL's deepstack), rather than embed + scatter + language model + head."""
         return False
+
+    def vision_tower_parameters(self) -> list[tuple[str, torch.nn.Parameter]]:
+        """``(name, parameter)`` of the vision encoder, what `freeze_vision_tower` freezes; what maps its features
+        into the language model (Qwen-VL's merger, LLaVA's projector) is not among them and stays trainable (P³I
+        Appendix C). Default: none known (`freeze_vision_tower` refuses the model)."""
+        return []
+
+    @classmethod
+    def build_tiny(cls, size: str, seed: int = 0, state_tokens: bool = True):
+        """``(model, processor)``: the family's tiny model, built locally and deterministically (`tiny_arch`; see
+        `proactive_rl.models.build_tiny` for the arguments)."""
+        raise NotImplementedError(f"{cls.__name__} has no tiny model (set tiny_arch and implement build_tiny)")
+
+    # ------------------------------------------------------------------ the processor's rules (class methods)
+    @classmethod
+    def serves_processor(cls, processor) -> bool:
+        """Whether `processor` is this family's: by default, an instance of the processor class transformers pairs
+        with one of `model_types` (`proactive_rl.models.families.family_of_processor`)."""
+        # deferred: keeps transformers out of light import paths
+        import transformers
+        from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+
+        names = [PROCESSOR_MAPPING_NAMES.get(model_type) for model_type in cls.model_types]
+        classes = [getattr(transformers, name, None) for name in names if name]
+        return any(isinstance(c, type) and isinstance(processor, c) for c in classes)
+
+    @classmethod
+    def tokens_per_image(cls, processor, grids: torch.Tensor) -> torch.Tensor | None:
+        """Placeholder tokens of each image ``(n,)``, from its `image_key` rows ``(n, k)``; None: not known from the
+        rows (`proactive_rl.chat.encode_dialogue` then does not check its placeholders against them)."""
+        return None
+
+    @classmethod
+    def frame_size(cls, processor, height: int, width: int) -> tuple[int, int] | None:
+        """``(height, width)`` the processor's image processor resizes an ``height × width`` frame to; None: not
+        known (the frames stay at full size, `proactive_rl.data.frames.frame_resizer`)."""
+        return None
+
+    @classmethod
+    def resize_frame(cls, processor, frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+        """An ``H×W×3`` uint8 `frame` resized to `size` (from `frame_size`) exactly as the processor would."""
+        raise NotImplementedError(f"{cls.__name__} gives no frame_size, so it resizes no frame")
+
+    @classmethod
+    def tokens_per_resized_frame(cls, processor, height: int, width: int) -> int:
+        """Placeholder tokens of a frame already at the processor's size (`frame_size`), which the processor must not
+        resize again."""
+        raise NotImplementedError(f"{cls.__name__} gives no frame_size, so no frame is resized before processing")
 
 
 def text_positions(length: int, start: int = 0, device=None) -> torch.Tensor:
