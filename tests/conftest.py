@@ -32,3 +32,23 @@ def proactive():
 
     model, processor = build_tiny("qwen2_5_vl", "xs", seed=0)
     return proactive_stand_in(model, processor, respond=0.3), processor
+
+
+@pytest.fixture
+def benchmark_registry():
+    """The benchmark registry (`proactive_eval.benchmarks.BENCHMARKS`) for a test that registers a benchmark of its
+    own; put back as it was afterwards."""
+    from proactive_eval.benchmarks import BENCHMARKS
+
+    saved = dict(BENCHMARKS)
+    yield BENCHMARKS
+    BENCHMARKS.clear()
+    BENCHMARKS.update(saved)
+
+
+@pytest.fixture
+def toy(benchmark_registry):
+    """The toy benchmark (`tests/support/toy_benchmark`) registered for one test."""
+    from tests.support.toy_benchmark import register
+
+    return register()

@@ -6,6 +6,7 @@
     proactive-eval mcqa --data-dir ProactiveBench/test --policy replay:answers.jsonl --out pb/   # filtered benchmark
     proactive-eval baseline --episodes test.json --fit train.json     # the blind schedule's PRS (no model)
     proactive-eval score --benchmark ovo_bench --annotations ovo_bench_new.json --predictions results.json --out r/
+    proactive-eval run --benchmark p3i --annotations p3i_test.json --policy openai:MODEL@URL --out run/   # any benchmark
 
 Episodes of task ``pvqa`` are scored with PAUC (a judge is needed: a rule scorer, or any OpenAI-compatible
 server); every other task with PRS-U / PRS-B, whose free-text tasks (intervention) take their content score from
@@ -223,22 +224,31 @@ def cmd_score(args) -> int:
 
 
 def cmd_run_benchmark(args) -> int:
-    """``run --benchmark``: a registered benchmark's official protocol through an OpenAI-compatible server
-    (`proactive_eval.commands.benchmark`)."""
+    """``run --benchmark``: a registered benchmark's items put to the policy under its protocol
+    (`proactive_eval.commands.benchmark`): an OpenAI-compatible server asked each question (``official``), or a
+    state-token policy that decides when to speak (the benchmark's `policy_protocols`: any ``--policy``)."""
     # deferred: keeps --help / light imports fast
     from proactive_eval.benchmarks import get_benchmark
     from proactive_eval.benchmarks.stream_bench.run import EndpointPrompter
     from proactive_eval.commands.benchmark import run_benchmark
 
-    get_benchmark(args.benchmark, needs="runnable")  # an unknown name first, before the other flags
-    kind, _, rest = args.policy.partition(":")
-    if kind != "openai" or "@" not in rest:
-        raise InputError("--benchmark runs an openai:MODEL@BASE_URL policy (a local model: proactive-rl eval)")
+    bench = get_benchmark(args.benchmark, needs="runnable")  # an unknown name first, before the other flags
+    protocol = args.protocol or ("official" if "official" in bench.protocols else bench.protocols[0])
+    if protocol not in bench.protocols:
+        raise InputError(f"--protocol: benchmark {bench.name!r} has {', '.join(bench.protocols)}, got {protocol!r}")
     if args.annotations is None or not Path(args.annotations).is_file():
         raise InputError(f"--annotations: file not found: {args.annotations}")
-    model, _, base_url = rest.partition("@")
-    prompter = EndpointPrompter(base_url, model, os.environ.get("OPENAI_API_KEY"))
-    summary = run_benchmark(args.benchmark, args.annotations, prompter, "official", args.out, args.video_root)
+    kind, _, rest = args.policy.partition(":")
+    if protocol in bench.policy_protocols:
+        prompter = make_policy(args.policy)
+    elif kind != "openai" or "@" not in rest:
+        raise InputError(
+            f"--protocol {protocol} asks an openai:MODEL@BASE_URL server (a local model: proactive-rl eval)"
+        )
+    else:
+        model, _, base_url = rest.partition("@")
+        prompter = EndpointPrompter(base_url, model, os.environ.get("OPENAI_API_KEY"))
+    summary = run_benchmark(args.benchmark, args.annotations, prompter, protocol, args.out, args.video_root)
     if summary["missing_videos"]:
         print(f"warning: {len(summary['missing_videos'])} videos not found: {summary['missing_videos'][:5]}")
     _print_report(args.benchmark, summary)
@@ -493,8 +503,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a policy over episodes (resumable), then score")
     common(p, episodes_required=False)
-    p.add_argument("--benchmark", metavar="NAME", help=f"the official protocol on a benchmark: {_names('runnable')}")
+    p.add_argument("--benchmark", metavar="NAME", help=f"a registered benchmark's items: {_names('runnable')}")
     p.add_argument("--annotations", help="--benchmark: the official annotation (question) file")
+    p.add_argument(
+        "--protocol",
+        help="--benchmark: how items are put to the policy (default: official where the benchmark has it, else its "
+        "first: p3i, pvqa streaming)",
+    )
     p.add_argument(
         "--policy", required=True, help="silent | replay:PREDICTIONS.jsonl | openai:MODEL@BASE_URL | module:factory"
     )

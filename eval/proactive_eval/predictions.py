@@ -102,9 +102,26 @@ def load_predictions(path: str | Path, silence_signals: Iterable[str] = ()) -> P
         `EpisodeError`: naming the file, line/record id and field of a malformed record.
     """
     path = Path(path)
-    signals = tuple(silence_signals)
+    return _collect(_read_records(path), path, tuple(silence_signals))
+
+
+def parse_predictions(records, file: str = "predictions", silence_signals: Iterable[str] = ()) -> Predictions:
+    """`load_predictions` of records already read (a JSON list of project or official records, e.g. a benchmark's
+    results object); `file` names them in errors. Anything but a list is an `EpisodeError`."""
+    if not isinstance(records, list):
+        raise EpisodeError(f"expected a JSON list of prediction records, got {shown(records)}", file=file)
+    return _collect(((f"#{i}", r) for i, r in enumerate(records)), Path(file), tuple(silence_signals))
+
+
+def read_prediction_records(path: str | Path) -> list:
+    """The records of a predictions file (JSONL or a JSON list), unparsed: what `parse_predictions` reads."""
+    return [record for _, record in _read_records(Path(path))]
+
+
+def _collect(pairs, path: Path, signals: tuple[str, ...]) -> Predictions:
+    """The `Predictions` of ``(where, record)`` pairs (module docstring of `load_predictions`)."""
     out = Predictions()
-    for where, record in _read_records(path):
+    for where, record in pairs:
         rid, responses = _parse_record(record, path, where, signals)
         if rid in out:
             out.duplicates.append(rid)

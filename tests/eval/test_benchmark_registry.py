@@ -12,7 +12,8 @@ from proactive_eval.errors import InputError
 
 def test_the_library_registers_its_five_benchmarks():
     assert benchmark_names() == ["ovo_bench", "p3i", "proactivebench", "pvqa", "streamingbench_po"]
-    assert benchmark_names("runnable") == ["ovo_bench", "streamingbench_po"]
+    assert benchmark_names("runnable") == ["ovo_bench", "p3i", "pvqa", "streamingbench_po"]
+    assert benchmark_names("blind_floor") == benchmark_names("summary") == benchmark_names()
     assert {n: get_benchmark(n).evaluators for n in ("p3i", "pvqa", "proactivebench")} == {
         "p3i": ("prs",), "pvqa": ("pauc",), "proactivebench": ("mcqa", "oeg")
     }  # fmt: skip
@@ -33,8 +34,10 @@ def test_a_name_is_taken_once():
 def test_an_old_spelling_names_the_new_one():
     with pytest.raises(InputError, match="unknown benchmark 'ovo-bench': it is spelled 'ovo_bench'"):
         get_benchmark("ovo-bench")
-    with pytest.raises(InputError, match="has no summary; benchmarks that do: ovo_bench, streamingbench_po"):
-        get_benchmark("p3i", needs="summary")
+    with pytest.raises(
+        InputError, match="has no runnable; benchmarks that do: ovo_bench, p3i, pvqa, streamingbench_po"
+    ):
+        get_benchmark("proactivebench", needs="runnable")
 
 
 @pytest.mark.parametrize(
@@ -62,10 +65,16 @@ def test_commands_refuse_an_old_spelling_in_one_line(argv, capsys):
     assert err.count("\n") == 1 and f"unknown benchmark {argv[2]!r}: it is spelled {new!r}" in err
 
 
-def test_a_benchmark_without_what_the_command_needs(capsys):
-    assert main(["score", "--benchmark", "pvqa", "--annotations", "a.json", "--predictions", "p.json"]) == 2
-    assert (
-        "benchmark 'pvqa' has no summary; benchmarks that do: ovo_bench, streamingbench_po" in capsys.readouterr().err
+def test_a_benchmark_without_what_the_command_needs(benchmark_registry, capsys):
+    register_benchmark(Benchmark(name="bare", title="Bare"))
+    assert main(["score", "--benchmark", "bare", "--annotations", "a.json", "--predictions", "p.json"]) == 2
+    assert "benchmark 'bare' has no summary; benchmarks that do: ovo_bench, p3i, proactivebench" in (
+        capsys.readouterr().err
     )
-    assert main(["baseline", "--benchmark", "proactivebench", "--annotations", "a.json"]) == 2
-    assert "has no blind_floor; benchmarks that do: ovo_bench, p3i, streamingbench_po" in capsys.readouterr().err
+    assert main(["baseline", "--benchmark", "bare", "--annotations", "a.json"]) == 2
+    assert "benchmark 'bare' has no blind_floor; benchmarks that do: ovo_bench, p3i" in capsys.readouterr().err
+    argv = ["run", "--benchmark", "proactivebench", "--annotations", "a.json", "--policy", "silent", "--out", "o"]
+    assert main(argv) == 2
+    assert "benchmark 'proactivebench' has no runnable; benchmarks that do: ovo_bench, p3i, pvqa" in (
+        capsys.readouterr().err
+    )

@@ -16,19 +16,10 @@ import pytest
 from proactive_eval.benchmarks import BENCHMARKS, benchmark_names, get_benchmark
 from proactive_eval.cli import main
 from proactive_eval.video import write_video
-from tests.support.toy_benchmark import BENCHMARK, register
+from tests.support.toy_benchmark import BENCHMARK
 
 QUESTION = "How many frames have you seen?"
 TIMES = {"a": 2, "b": 3, "c": 3, "d": 5}
-
-
-@pytest.fixture
-def toy():
-    """The toy benchmark registered for one test; the registry as it was afterwards."""
-    saved = dict(BENCHMARKS)
-    yield register()
-    BENCHMARKS.clear()
-    BENCHMARKS.update(saved)
 
 
 @pytest.fixture
@@ -52,7 +43,10 @@ def test_unregistered_it_is_an_unknown_name(tmp_path, capsys):
     argv = ["score", "--benchmark", "toy", "--annotations", "a.json", "--predictions", "p.json"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "unknown benchmark 'toy'; expected one of ovo_bench, streamingbench_po" in err
+    assert (
+        err.count("\n") == 1
+        and "unknown benchmark 'toy'; expected one of ovo_bench, p3i, proactivebench, pvqa, streamingbench_po" in err
+    )
 
 
 def test_score(toy, annotations, tmp_path, capsys):

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from proactive_eval.benchmarks import BENCHMARKS
 from proactive_eval.benchmarks.stream_bench.run import Speed
 from proactive_eval.video import write_video
 from proactive_rl.evaluation import (
@@ -26,19 +25,10 @@ from proactive_rl.evaluation import (
 )
 from proactive_rl.evaluation.base import evaluator_class
 from proactive_rl.evaluation.stream_bench import ClipPrompter
-from tests.support.toy_benchmark import register, run
+from tests.support.toy_benchmark import run
 from tests.support.toy_benchmark.format import load_toy
 
 TIMES = {"a": 2, "b": 3, "c": 3, "d": 5}
-
-
-@pytest.fixture
-def toy():
-    """The toy benchmark registered for one test; the registry as it was afterwards."""
-    saved = dict(BENCHMARKS)
-    yield register()
-    BENCHMARKS.clear()
-    BENCHMARKS.update(saved)
 
 
 @pytest.fixture
@@ -69,7 +59,7 @@ def by_hand(official: list[dict]) -> dict[str, float]:
 def test_unregistered_it_is_no_evaluator_type():
     with pytest.raises(ValueError, match=r"evaluators\[0\].type: expected one of prs, pauc, mcqa, oeg, ") as info:
         EvalCallbackConfig.from_dict({"evaluators": [{"type": "toy", "annotations": "toy.json"}]})
-    assert "ovo_bench, streamingbench_po" in str(info.value) and "toy," not in str(info.value)
+    assert "ovo_bench, p3i, pvqa, streamingbench_po" in str(info.value) and "toy," not in str(info.value)
 
 
 def test_the_tiny_model_through_the_callback_path(toy, annotations, tiny, tmp_path):

@@ -24,9 +24,10 @@ NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark: what each command needs of it. A benchmark put to a model item by item (OVO-Bench,
-    StreamingBench Proactive Output, a new one) gives every callable; one with an evaluator of its own (P3I, PVQA,
-    ProactiveBench, played through the streaming engine or its environments) names it in `evaluators`.
+    """One benchmark: what each command needs of it. A benchmark put to a model item by item (P³I and ProactiveVideoQA
+    an episode at a time, OVO-Bench, StreamingBench Proactive Output, a new one) gives every callable; ProactiveBench,
+    whose environments are interactive, gives what scoring needs (load, summary, blind floor) and names the
+    evaluators that play it in `evaluators`.
 
     Args:
         name (`str`): the one spelling, everywhere: ``--benchmark`` value, evaluator ``type``, results folder.
@@ -46,6 +47,8 @@ class Benchmark:
         metrics (`Callable`, *optional*): ``metrics(summary) -> {name: float}``, what a training callback logs.
         report_text (`Callable`, *optional*): ``report_text(summary) -> str``, the short table a command prints.
         results_file (`str`, *optional*): the official results file a run writes beside ``results.json``.
+        read_results (`Callable`, *optional*): ``read_results(path) -> official``: how ``score --benchmark`` reads
+            a results file (default: one JSON document; the episode benchmarks read JSONL as well).
         results_model (`str`, *optional*): where an official results file holds several models' outputs
             (StreamingBench), the key `results` writes a run's under; a run's summary is
             ``summary(loaded, official, model=results_model)``.
@@ -71,6 +74,7 @@ class Benchmark:
     evaluators: tuple[str, ...] = ()
     doc: str = ""
     results_model: str | None = None
+    read_results: Callable[[Any], Any] | None = None
 
     def __post_init__(self):
         if not NAME.fullmatch(self.name):

@@ -41,7 +41,8 @@ def score_benchmark(
     `out` is given (`model`: the outputs' key where the file holds several models', e.g. StreamingBench's)."""
     bench = get_benchmark(name, needs="summary")
     loaded = _load(bench, annotations, video_root)
-    report = bench.summary(loaded, read_json(predictions, "--predictions"), file=shown(predictions), model=model)
+    official = bench.read_results(predictions) if bench.read_results else read_json(predictions, "--predictions")
+    report = bench.summary(loaded, official, file=shown(predictions), model=model)
     report["meta"] = {"annotations": str(annotations), "predictions": str(predictions)}
     if out is not None:
         path = Path(out) / "results.json"

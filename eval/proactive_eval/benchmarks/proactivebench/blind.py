@@ -90,9 +90,13 @@ def _play(env, policies: list[tuple[int, str, str]]) -> tuple[np.ndarray, np.nda
     return success, turns
 
 
-def blind_mcqa_summary(envs: Sequence, reference: Sequence | None = None) -> dict[str, Any]:
+def blind_mcqa_summary(
+    envs: Sequence, reference: Sequence | None = None, per_env: list | None = None
+) -> dict[str, Any]:
     """The blind row of an MCQA evaluation: ``{"acc", "ps", "n", "groups": {dataset: {...}}, "fit": {dataset:
-    how}, "policies": {dataset: {"suggestions", "suggestion", "answer", "described"}}}`` (module docstring)."""
+    how}, "policies": {dataset: {"suggestions", "suggestion", "answer", "described"}}}`` (module docstring). With
+    `per_env` (a list), each environment's ``{"id", "dataset", "success", "turns"}`` is appended to it, for paired
+    intervals against a model's (docs/spec.md §15)."""
     records, fit, policies = [], {}, {}
     for dataset in dict.fromkeys(getattr(e, "dataset", "") for e in envs):
         evaluated = [e for e in envs if getattr(e, "dataset", "") == dataset]
@@ -122,6 +126,8 @@ def blind_mcqa_summary(envs: Sequence, reference: Sequence | None = None) -> dic
             records.append(
                 {"id": env.id, "dataset": dataset, "success": bool(success[pick]), "turns": int(turns[pick])}
             )
+    if per_env is not None:
+        per_env.extend(records)
     groups: dict[str, list[dict]] = {}
     for r in records:
         groups.setdefault(r["dataset"] or "all", []).append(r)

@@ -36,7 +36,13 @@ def read_answers(path: str | Path) -> tuple[dict[tuple[str, str], list[str]], in
     record's ``(dataset, id)`` (the first is kept). Errors name the file, the record and the field."""
     if not is_file(path):
         raise EpisodeError(f"replay answers file not found: {shown(str(path))}")
-    records = nonempty(read_records(path), path, "answers", ANSWERS_FIX)
+    return parse_answers(nonempty(read_records(path), path, "answers", ANSWERS_FIX), path)
+
+
+def parse_answers(records, path: str | Path) -> tuple[dict[tuple[str, str], list[str]], int]:
+    """`read_answers` of records already read (`path` names them in errors); anything but a list is an error."""
+    if not isinstance(records, list):
+        raise EpisodeError(f"expected a list of answer records, got {shown(records)}; {ANSWERS_FIX}", file=str(path))
     answers: dict[tuple[str, str], list[str]] = {}
     repeated = 0
     for index, record in enumerate(records):

@@ -9,8 +9,8 @@ when
 2. no field listed in the skip arguments has the skipped value: ``{"strong_occlusions": False}``, so VSOD
    keeps only its strong occlusions (a record without the field is kept).
 
-The lists ship with this package (``proactive_eval/data/proactivebench_filter.json``, copied from the authors'
-package, MIT licence); they are facts of the benchmark. ``protocol="filtered"`` (the default of every
+The lists ship with this package (``data/proactivebench_filter.json`` beside this module, copied from the
+authors' package, MIT licence); they are facts of the benchmark. ``protocol="filtered"`` (the default of every
 evaluation path) applies both rules; ``"unfiltered"`` applies only the skip arguments (the paper's unfiltered
 benchmark); ``skip={}`` turns those off too. Evaluation reports state the protocol and the per-dataset counts
 (`protocol_summary`).
