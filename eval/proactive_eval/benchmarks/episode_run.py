@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from proactive_eval.benchmarks.registry import Benchmark
 from proactive_eval.benchmarks.stream_bench.run import Speed
 from proactive_eval.common.malformed import flag_outside_video
 from proactive_eval.errors import InputError
@@ -24,6 +25,21 @@ from proactive_eval.records import nonempty
 PROTOCOL = "streaming"
 PREDICTIONS_FILE = "predictions.json"
 PREDICTIONS_FIX = 'write one JSON record {"id": EPISODE_ID, "responses": [{"time": SECONDS, "text": ...}]} per episode'
+
+
+def episode_benchmark(**fields) -> Benchmark:
+    """A `Benchmark` whose items are episodes: the item runner, results object and protocol of this module filled
+    in; `fields` give the rest (name, title, load, summary, blind floor, ...)."""
+    return Benchmark(
+        items=episode_items,
+        run_item=run_episode_item,
+        results=episode_results,
+        results_file=PREDICTIONS_FILE,
+        read_results=read_predictions,
+        protocols=(PROTOCOL,),
+        policy_protocols=(PROTOCOL,),
+        **fields,
+    )
 
 
 def episode_loader(convert: Callable, keep: Callable[[Any], bool], other: str) -> Callable:
