@@ -17,7 +17,7 @@ from typing import Any
 
 from proactive_eval.benchmarks.registry import Benchmark
 from proactive_eval.benchmarks.stream_bench.run import Speed
-from proactive_eval.common.malformed import flag_outside_video
+from proactive_eval.common.malformed import matched_outputs
 from proactive_eval.errors import InputError
 from proactive_eval.predictions import parse_predictions, read_prediction_records
 from proactive_eval.records import nonempty
@@ -102,11 +102,7 @@ def matched_predictions(episodes, official, file: str) -> tuple[dict, dict[str, 
     predictions = parse_predictions(official, str(file))
     ids = {episode.id for episode in episodes}
     failed = {str(r.get("id")) for r in official if isinstance(r, dict) and r.get("failed")}
-    matched, outside = {}, 0
-    for episode in episodes:
-        if episode.id in predictions:
-            matched[episode.id], n = flag_outside_video(episode, predictions[episode.id])
-            outside += n
+    matched, outside = matched_outputs(episodes, predictions)
     coverage = {
         "episodes": len(episodes),
         "with_predictions": len(matched),

@@ -151,13 +151,9 @@ def score(
 def _matched(episodes, predictions: dict) -> tuple[dict, int]:
     """The predictions of `episodes` only, each response outside its video flagged malformed, and how many were."""
     # deferred: keeps `proactive-eval --help` light
-    from proactive_eval.common.malformed import flag_outside_video
+    from proactive_eval.common.malformed import matched_outputs
 
-    matched, outside = {}, 0
-    for episode in episodes:
-        if episode.id in predictions:
-            matched[episode.id], n = flag_outside_video(episode, predictions[episode.id])
-            outside += n
+    matched, outside = matched_outputs(episodes, predictions)
     if outside:
         logger.warning(
             "%d responses are before 0 s or after their episode's video ends: counted as malformed, never scored",

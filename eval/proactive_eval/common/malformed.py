@@ -69,3 +69,14 @@ def flag_outside_video(episode, responses: Iterable) -> tuple[list[Response], in
             r = Response(r.time, r.text, True)
         out.append(r)
     return out, outside
+
+
+def matched_outputs(episodes, predictions: dict) -> tuple[dict[str, list[Response]], int]:
+    """The predictions of `episodes` only (episode id → responses, each outside its video flagged malformed by
+    `flag_outside_video`), and how many were outside."""
+    matched, outside = {}, 0
+    for episode in episodes:
+        if episode.id in predictions:
+            matched[episode.id], n = flag_outside_video(episode, predictions[episode.id])
+            outside += n
+    return matched, outside

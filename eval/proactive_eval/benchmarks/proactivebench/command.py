@@ -66,6 +66,18 @@ def parse_answers(records, path: str | Path) -> tuple[dict[tuple[str, str], list
     return answers, repeated
 
 
+def replay_policy(answers: dict[tuple[str, str], list[str]], repeated: int = 0) -> Callable:
+    """``policy_for(env) -> answer_fn`` that says the `answers` of ``(env.dataset, env.id)`` in order, then ""
+    (giving up); ``.answers`` and ``.repeated`` stay on it for the report."""
+
+    def replay_for(env):
+        it = iter(answers.get((env.dataset, str(env.id)), []))
+        return lambda obs: next(it, "")
+
+    replay_for.answers, replay_for.repeated = answers, repeated  # counted in the report
+    return replay_for
+
+
 def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
     """``(policy_for(env) -> answer_fn, needs_images)`` for a policy spec (see the module docstring)."""
     # deferred: keeps `proactive-eval --help` light (the environments load the format readers)
@@ -82,14 +94,7 @@ def make_mcqa_policy(spec: str) -> tuple[Callable, bool]:
     if spec == "abstain":
         return (lambda env: lambda obs: next((o for o in obs.options if is_abstention(o)), "")), False
     if kind == "replay" and rest:
-        answers, repeated = read_answers(rest)
-
-        def replay_for(env):
-            it = iter(answers.get((env.dataset, str(env.id)), []))
-            return lambda obs: next(it, "")
-
-        replay_for.answers, replay_for.repeated = answers, repeated  # counted in the report
-        return replay_for, False
+        return replay_policy(*read_answers(rest)), False
     if rest and "." in kind:
         try:
             factory = getattr(importlib.import_module(kind), rest)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from proactive_eval.benchmarks.proactivebench.blind import blind_mcqa_summary
-from proactive_eval.benchmarks.proactivebench.command import ANSWERS_FIX, parse_answers
+from proactive_eval.benchmarks.proactivebench.command import ANSWERS_FIX, parse_answers, replay_policy
 from proactive_eval.benchmarks.proactivebench.environments import ENVIRONMENTS_FIX, load_environments, run_environment
 from proactive_eval.benchmarks.proactivebench.metric import DATASETS, dataset_key
 from proactive_eval.benchmarks.proactivebench.report import mcqa_markdown, mcqa_results
@@ -53,17 +53,16 @@ def mcqa_summary(envs, official, file="answers", model=None) -> dict[str, Any]:
     """``results.json`` of an answers object: `mcqa_results` of the answers played through `envs` (an environment
     without answers gives up at once), its ``blind_floor`` and ``gain_over_blind`` (acc, model − blind, with its
     95 % paired interval over the environments), and what of the file was not played."""
-    answers, repeated = parse_answers(official, str(file))
+    policy_for = replay_policy(*parse_answers(official, str(file)))
     blind_rows: list[dict] = []
     blind = blind_mcqa_summary([copy.deepcopy(env) for env in envs], per_env=blind_rows)
     rows = []
     for env in envs:
-        replay = iter(answers.get((env.dataset, str(env.id)), []))
-        out = run_environment(copy.deepcopy(env), lambda obs, replay=replay: next(replay, ""))
+        out = run_environment(copy.deepcopy(env), policy_for(env))
         rows.append({"id": out.id, "dataset": env.dataset, "success": out.success, "turns": out.turns})
     known = {(env.dataset, str(env.id)) for env in envs}
-    meta = {"replay_records_ignored": {"ids_matching_no_environment": sum(k not in known for k in answers),
-                                       "repeated_ids": repeated}}  # fmt: skip
+    meta = {"replay_records_ignored": {"ids_matching_no_environment": sum(k not in known for k in policy_for.answers),
+                                       "repeated_ids": policy_for.repeated}}  # fmt: skip
     results = mcqa_results(rows, PROTOCOL, None, meta, blind_floor=blind)
     gain = paired_interval([100.0 * r["success"] for r in rows], [100.0 * b["success"] for b in blind_rows])
     return {"benchmark": "proactivebench", **results, "gain_over_blind": {"acc": gain.as_dict()}}
